@@ -1,0 +1,27 @@
+//! The SimHash fingerprint behind the `simhash` PostgreSQL extension.
+//!
+//! Everything that decides a fingerprint's bits, or compares two of them,
+//! lives here in plain Rust with no PostgreSQL in it, so it is tested with a
+//! plain `cargo test`. The extension crate is glue around this one.
+//!
+//! The pipeline, in order (the README's "Fingerprint definition" is the
+//! contract; the golden vectors in `tests/golden.rs` hold it in place):
+//!
+//! 1. [`text`]: NFKC, lower case, and the split into pieces of word
+//!    characters;
+//! 2. [`fingerprint`]: jieba segmentation of the pieces that contain Han
+//!    characters, one token per other piece;
+//! 3. [`idf`]: each token's weight, its IDF from jieba's table;
+//! 4. [`accumulate`]: 64 signed counters over the xxh3-64 hashes of the
+//!    tokens, then the sign of each counter as a bit;
+//! 5. [`distance`] and [`hex`]: comparing and printing fingerprints.
+
+pub mod accumulate;
+pub mod distance;
+pub mod fingerprint;
+pub mod hex;
+pub mod idf;
+pub mod text;
+
+pub use distance::{band, hamming, BANDS, BAND_BITS};
+pub use fingerprint::{Feature, Fingerprinter};

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 cluster for the demo, the tests and the
+# benchmarks, with the simhash library preloaded.
+#
+#   scripts/cluster.sh start     initdb if needed, then (re)start
+#   scripts/cluster.sh stop
+#   scripts/cluster.sh env       print PGHOST/PGPORT/PGUSER exports
+#   scripts/cluster.sh destroy   stop and delete the data directory
+#
+# The data directory is `.pgdata` in the checkout, or, when the server's
+# user cannot reach the checkout (a root-owned clone in a private
+# directory), a directory under /tmp named after the checkout. The server
+# listens only on a Unix socket inside the data directory, on port
+# $SIMHASH_PGPORT (default 54329), so it never meets another server.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+PORT=${SIMHASH_PGPORT:-54329}
+
+data_dir() {
+    local d="$ROOT/.pgdata"
+    if [ "$SERVER_USER" != "$(id -un)" ]; then
+        # Can the server's user reach the checkout?
+        if ! sudo -u "$SERVER_USER" test -x "$ROOT" 2>/dev/null; then
+            d="/tmp/simhash-pgdata-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)"
+        fi
+    fi
+    printf '%s' "$d"
+}
+
+PGDATA_DIR=$(data_dir)
+
+start() {
+    if [ ! -f "$PGDATA_DIR/PG_VERSION" ]; then
+        log "creating a throwaway cluster in $PGDATA_DIR"
+        mkdir -p "$PGDATA_DIR"
+        [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$PGDATA_DIR"
+        chmod 700 "$PGDATA_DIR"
+        as_server "$PG_BIN/initdb" -D "$PGDATA_DIR" -E UTF8 --locale=C -U "$SERVER_USER" \
+            --auth=trust >/dev/null
+        as_server tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null <<CONF
+# added by scripts/cluster.sh
+port = $PORT
+listen_addresses = ''
+unix_socket_directories = '$PGDATA_DIR'
+shared_preload_libraries = 'simhash'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+shared_buffers = 512MB
+work_mem = 64MB
+maintenance_work_mem = 512MB
+max_wal_size = 4GB
+logging_collector = off
+CONF
+    fi
+    if as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" status >/dev/null 2>&1; then
+        # Restart: a preloaded library is read only at server start.
+        as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
+    fi
+    as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w -t 60 start >/dev/null \
+        || { tail -n 30 "$PGDATA_DIR/server.log" >&2; die "the server did not start"; }
+}
+
+stop() {
+    if [ -f "$PGDATA_DIR/PG_VERSION" ] && as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" status >/dev/null 2>&1; then
+        as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
+    fi
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    env) printf 'export PGHOST=%q PGPORT=%q PGUSER=%q PGDATA_DIR=%q\n' \
+             "$PGDATA_DIR" "$PORT" "$SERVER_USER" "$PGDATA_DIR" ;;
+    destroy) stop; rm -rf "$PGDATA_DIR" ;;
+    *) die "usage: $0 start|stop|env|destroy" ;;
+esac

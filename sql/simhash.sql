@@ -1,0 +1,184 @@
+-- The public SQL surface of the simhash extension, in one place.
+--
+-- Every Rust entry point is declared here by hand (the Rust side exports
+-- `<name>_wrapper` symbols and generates no SQL of its own), so this file
+-- is the whole contract: read it top to bottom.
+
+---------------------------------------------------------------------------
+-- The simhash64 type: 8 bytes, passed by value, the bits of a bigint.
+---------------------------------------------------------------------------
+
+CREATE TYPE simhash64;
+
+CREATE FUNCTION simhash64_in(cstring) RETURNS simhash64
+    AS 'MODULE_PATHNAME', 'simhash64_in_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash64_out(simhash64) RETURNS cstring
+    AS 'MODULE_PATHNAME', 'simhash64_out_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The binary form is bigint's: 8 bytes, big-endian. Drivers and
+-- COPY ... (FORMAT binary) can treat a simhash64 as an int8.
+CREATE FUNCTION simhash64_recv(internal) RETURNS simhash64
+    AS 'int8recv' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash64_send(simhash64) RETURNS bytea
+    AS 'int8send' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE simhash64 (
+    INPUT = simhash64_in,
+    OUTPUT = simhash64_out,
+    RECEIVE = simhash64_recv,
+    SEND = simhash64_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain
+);
+
+COMMENT ON TYPE simhash64 IS
+    'a 64-bit SimHash fingerprint; text form: 16 hexadecimal digits';
+
+---------------------------------------------------------------------------
+-- Comparison. Equality and hashing are bigint's (same bits); ordering is
+-- unsigned, the order of the hex text.
+---------------------------------------------------------------------------
+
+CREATE FUNCTION simhash64_eq(simhash64, simhash64) RETURNS boolean
+    AS 'int8eq' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_ne(simhash64, simhash64) RETURNS boolean
+    AS 'int8ne' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_lt(simhash64, simhash64) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash64_lt_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_le(simhash64, simhash64) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash64_le_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_gt(simhash64, simhash64) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash64_gt_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_ge(simhash64, simhash64) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash64_ge_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_cmp(simhash64, simhash64) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash64_cmp_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_hash(simhash64) RETURNS integer
+    AS 'hashint8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash64_hash_extended(simhash64, bigint) RETURNS bigint
+    AS 'hashint8extended' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+
+CREATE OPERATOR = (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_eq,
+    COMMUTATOR = =, NEGATOR = <>,
+    RESTRICT = eqsel, JOIN = eqjoinsel, HASHES, MERGES
+);
+CREATE OPERATOR <> (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ne,
+    COMMUTATOR = <>, NEGATOR = =,
+    RESTRICT = neqsel, JOIN = neqjoinsel
+);
+CREATE OPERATOR < (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_lt,
+    COMMUTATOR = >, NEGATOR = >=,
+    RESTRICT = scalarltsel, JOIN = scalarltjoinsel
+);
+CREATE OPERATOR <= (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_le,
+    COMMUTATOR = >=, NEGATOR = >,
+    RESTRICT = scalarlesel, JOIN = scalarlejoinsel
+);
+CREATE OPERATOR > (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_gt,
+    COMMUTATOR = <, NEGATOR = <=,
+    RESTRICT = scalargtsel, JOIN = scalargtjoinsel
+);
+CREATE OPERATOR >= (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = simhash64_ge,
+    COMMUTATOR = <=, NEGATOR = <,
+    RESTRICT = scalargesel, JOIN = scalargejoinsel
+);
+
+CREATE OPERATOR CLASS simhash64_btree_ops
+    DEFAULT FOR TYPE simhash64 USING btree AS
+        OPERATOR 1 <,
+        OPERATOR 2 <=,
+        OPERATOR 3 =,
+        OPERATOR 4 >=,
+        OPERATOR 5 >,
+        FUNCTION 1 simhash64_cmp(simhash64, simhash64);
+
+CREATE OPERATOR CLASS simhash64_hash_ops
+    DEFAULT FOR TYPE simhash64 USING hash AS
+        OPERATOR 1 =,
+        FUNCTION 1 simhash64_hash(simhash64),
+        FUNCTION 2 simhash64_hash_extended(simhash64, bigint);
+
+---------------------------------------------------------------------------
+-- Casts: bigint bit for bit (no overflow: '8000000000000000' is
+-- -9223372036854775808), and bit(64), most significant bit first.
+---------------------------------------------------------------------------
+
+CREATE CAST (simhash64 AS bigint) WITHOUT FUNCTION;
+CREATE CAST (bigint AS simhash64) WITHOUT FUNCTION;
+
+CREATE FUNCTION simhash64_to_bit(simhash64) RETURNS bit
+    AS $$ SELECT $1::bigint::bit(64) $$
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash64_bit_length_error(integer) RETURNS simhash64
+    AS 'MODULE_PATHNAME', 'simhash64_bit_length_error_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash64_from_bit(bit) RETURNS simhash64
+    AS $$
+        SELECT CASE WHEN length($1) = 64 THEN $1::bigint::simhash64
+                    ELSE simhash64_bit_length_error(length($1)) END
+    $$
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE CAST (simhash64 AS bit) WITH FUNCTION simhash64_to_bit(simhash64);
+CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
+
+---------------------------------------------------------------------------
+-- Fingerprints.
+---------------------------------------------------------------------------
+
+-- The fingerprint of a text; NULL when it has no features (empty, or only
+-- white space, punctuation and symbols). The definition is in the README.
+CREATE FUNCTION simhash(text) RETURNS simhash64
+    AS 'MODULE_PATHNAME', 'simhash_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+COMMENT ON FUNCTION simhash(text) IS
+    'SimHash fingerprint: NFKC, lower case, jieba tokens, IDF weights, xxh3-64 features';
+
+-- Why two texts are close: each distinct token with what it adds.
+CREATE FUNCTION simhash_features(text)
+    RETURNS TABLE (token text, tf bigint, idf double precision,
+                   weight double precision, hash simhash64)
+    AS 'MODULE_PATHNAME', 'simhash_features_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000 ROWS 100;
+
+---------------------------------------------------------------------------
+-- Distance and bands.
+---------------------------------------------------------------------------
+
+CREATE FUNCTION hamming(simhash64, simhash64) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_hamming_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+
+CREATE OPERATOR <~> (
+    LEFTARG = simhash64, RIGHTARG = simhash64, FUNCTION = hamming,
+    COMMUTATOR = <~>
+);
+
+COMMENT ON OPERATOR <~> (simhash64, simhash64) IS
+    'Hamming distance: the number of differing bits';
+
+-- Band n (0 to 3) of a fingerprint, 0 to 65535; band 0 is the most
+-- significant 16 bits (the first four hex digits).
+CREATE FUNCTION simhash_band(simhash64, integer) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_band_n_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

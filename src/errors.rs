@@ -1,0 +1,62 @@
+//! Every error a user can cause, one named helper each, with its SQLSTATE
+//! and a message in PostgreSQL's style (lower-case message, sentence-style
+//! detail and hint).
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+fn raise(code: PgSqlErrorCode, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
+    let mut report = ErrorReport::new(code, message, "simhash");
+    if let Some(detail) = detail {
+        report = report.set_detail(detail);
+    }
+    if let Some(hint) = hint {
+        report = report.set_hint(hint);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("an ERROR report does not return")
+}
+
+/// 22P02: a `simhash64` literal that is not 16 hexadecimal digits.
+pub fn invalid_simhash64_literal(literal: &[u8], why: &simhash_core::hex::ParseError) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
+        format!(
+            "invalid input syntax for type simhash64: \"{}\"",
+            String::from_utf8_lossy(literal)
+        ),
+        Some(why.to_string()),
+        None,
+    )
+}
+
+/// 22023: `simhash_band` asked for a band that does not exist.
+pub fn band_out_of_range(n: i32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash band {n} is out of range"),
+        Some("A simhash64 has bands 0 to 3; band 0 is the most significant 16 bits.".into()),
+        None,
+    )
+}
+
+/// 22026: a `bit` string of the wrong length cast to `simhash64`.
+pub fn bit_length_mismatch(len: i32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_STRING_DATA_LENGTH_MISMATCH,
+        format!("bit string length {len} does not match type simhash64"),
+        Some("A simhash64 is exactly 64 bits.".into()),
+        None,
+    )
+}
+
+/// 0A000: fingerprints are defined on Unicode text, so the database must be
+/// UTF-8; in any other encoding the same characters would be other bytes.
+pub fn database_not_utf8(encoding: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        "simhash() requires a UTF8 database".into(),
+        Some(format!("The database encoding is {encoding}.")),
+        Some("Create the database with ENCODING 'UTF8'."),
+    )
+}

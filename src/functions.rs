@@ -1,0 +1,89 @@
+//! `simhash(text)`, `simhash_features(text)`, `hamming`, `simhash_band`.
+
+use std::sync::OnceLock;
+
+use pgrx::prelude::*;
+use simhash_core::Fingerprinter;
+
+use crate::errors;
+
+static FINGERPRINTER: OnceLock<Fingerprinter> = OnceLock::new();
+
+/// The process's one fingerprinter: jieba's dictionary and the IDF table,
+/// built on first use. `_PG_init` builds it in the postmaster when the
+/// library is preloaded, so every backend inherits it copy-on-write.
+pub fn fingerprinter() -> &'static Fingerprinter {
+    FINGERPRINTER.get_or_init(Fingerprinter::new)
+}
+
+/// The text of a `text` argument, after checking that the database is
+/// UTF-8. The argument arrives as raw bytes so that a non-UTF-8 database
+/// gets this error instead of a failed conversion.
+fn utf8_text(bytes: &[u8]) -> &str {
+    // SAFETY: plain reads of the session's database encoding.
+    let encoding = unsafe { pg_sys::GetDatabaseEncoding() };
+    if encoding != pg_sys::pg_enc::PG_UTF8 as i32 {
+        // SAFETY: returns a static C string naming the encoding.
+        let name = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) };
+        errors::database_not_utf8(&name.to_string_lossy());
+    }
+    // PostgreSQL has already verified every text value of a UTF-8 database;
+    // checking again costs far less than segmenting and keeps this safe.
+    std::str::from_utf8(bytes).expect("a UTF8 database holds only valid UTF-8")
+}
+
+/// `simhash(text)`: the fingerprint, or NULL for text without features.
+/// Checks for a cancel or a statement timeout between pieces of text.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_text(text: &[u8]) -> Option<i64> {
+    let text = utf8_text(text);
+    let checked = fingerprinter().fingerprint_checked(text, || {
+        pgrx::check_for_interrupts!();
+        true
+    });
+    // The closure never says stop: a cancel leaves by PostgreSQL's error.
+    checked.expect("never interrupted").map(|fp| fp as i64)
+}
+
+/// `simhash_features(text)`: one row per distinct token.
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_features_text(
+    text: &[u8],
+) -> TableIterator<
+    'static,
+    (
+        name!(token, String),
+        name!(tf, i64),
+        name!(idf, f64),
+        name!(weight, f64),
+        name!(hash, i64),
+    ),
+> {
+    let features = fingerprinter()
+        .features(utf8_text(text), || {
+            pgrx::check_for_interrupts!();
+            true
+        })
+        .expect("never interrupted");
+    TableIterator::new(
+        features
+            .into_iter()
+            .map(|f| (f.token, f.tf as i64, f.idf, f.weight, f.hash as i64)),
+    )
+}
+
+/// `hamming(a, b)` and `a <~> b`: the number of differing bits.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_hamming(a: i64, b: i64) -> i32 {
+    simhash_core::hamming(a as u64, b as u64) as i32
+}
+
+/// `simhash_band(fp, n)`: band n (0..3) as an int from 0 to 65535.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_band_n(fp: i64, n: i32) -> i32 {
+    match simhash_core::band(fp as u64, i64::from(n)) {
+        Some(b) => i32::from(b),
+        None => errors::band_out_of_range(n),
+    }
+}

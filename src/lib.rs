@@ -1,0 +1,40 @@
+//! The `simhash` PostgreSQL extension: glue between PostgreSQL and the pure
+//! `simhash-core` crate. The SQL surface is `sql/simhash.sql`.
+
+use pgrx::prelude::*;
+
+mod errors;
+mod functions;
+mod types;
+
+::pgrx::pg_module_magic!(name, version);
+
+extension_sql_file!("../sql/simhash.sql", name = "simhash_surface", bootstrap);
+
+/// Loaded through `shared_preload_libraries`, this runs in the postmaster:
+/// building the fingerprinter there (about 1 s, tens of MB) means every
+/// backend forked later shares it copy-on-write instead of building its own
+/// on its first `simhash()` call.
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // SAFETY: a plain read of a flag PostgreSQL sets while preloading.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        functions::fingerprinter();
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests;
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    /// The test cluster preloads the library, as the README's set-up does.
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec!["shared_preload_libraries = 'simhash'"]
+    }
+}
