@@ -12,12 +12,17 @@
 # directory), a directory under /tmp named after the checkout. The server
 # listens only on a Unix socket inside the data directory, on port
 # $SIMHASH_PGPORT (default 54329), so it never meets another server.
+# SIMHASH_PGDATA overrides the data directory.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 PORT=${SIMHASH_PGPORT:-54329}
 
 data_dir() {
+    if [ -n "${SIMHASH_PGDATA:-}" ]; then
+        printf '%s' "$SIMHASH_PGDATA"
+        return
+    fi
     local d="$ROOT/.pgdata"
     if [ "$SERVER_USER" != "$(id -un)" ]; then
         # Can the server's user reach the checkout?
