@@ -16,6 +16,13 @@ pub fn fingerprinter() -> &'static Fingerprinter {
     FINGERPRINTER.get_or_init(Fingerprinter::new)
 }
 
+/// Whether this process has its fingerprinter already (inherited from the
+/// postmaster when preloaded, or built by an earlier call).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn fingerprinter_is_built() -> bool {
+    FINGERPRINTER.get().is_some()
+}
+
 /// The text of a `text` argument, after checking that the database is
 /// UTF-8. The argument arrives as raw bytes so that a non-UTF-8 database
 /// gets this error instead of a failed conversion.

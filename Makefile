@@ -1,0 +1,23 @@
+# The two commands of the README, and a few parts of them.
+.PHONY: demo test setup install start stop regress bench
+
+## make demo [CORPUS=file]: throwaway cluster, real corpus, near-duplicates.
+demo:
+	bash scripts/demo.sh $(CORPUS)
+
+## make test: every test (what CI runs).
+test:
+	bash scripts/test.sh
+
+setup:
+	bash scripts/setup.sh
+install:
+	bash scripts/install.sh
+start:
+	bash scripts/cluster.sh start
+stop:
+	bash scripts/cluster.sh stop
+regress:
+	bash scripts/regress.sh
+bench:
+	bash bench/throughput.sh

@@ -1,0 +1,91 @@
+//! Golden vectors: fixed texts and the fingerprints they must give.
+//!
+//! Users store fingerprints for years, so these values are a contract. A
+//! failure here means the fingerprint definition changed: a dependency
+//! (jieba-rs, unicode-normalization, the Rust standard library's Unicode
+//! tables), the IDF table, or our own code. Either undo the change or, if it
+//! is deliberate, bump the definition's version in the README, explain the
+//! migration, and update these values in the same commit.
+//!
+//! The same vectors are checked through SQL in `test/sql/fingerprint.sql`.
+
+use simhash_core::{hex, Fingerprinter};
+
+const GOLDEN: &[(&str, Option<&str>)] = &[
+    // Chinese news prose.
+    ("中华人民共和国成立于1949年，首都是北京。", Some("e1218537fa5dcb24")),
+    (
+        "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。",
+        Some("2e113c25dcd67d46"),
+    ),
+    // English.
+    ("The quick brown fox jumps over the lazy dog.", Some("8212868318d29267")),
+    (
+        "SimHash was described by Moses Charikar in 2002; Google used it to find near-duplicate web pages.",
+        Some("c317ce81f7faddfa"),
+    ),
+    // Mixed Chinese, Latin and digits.
+    (
+        "苹果公司发布了新款iPhone 15 Pro，售价7999元起。Apple says it ships in September.",
+        Some("d106c30a468bd9a0"),
+    ),
+    // Full-width forms (NFKC) and an ideographic space.
+    ("ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ：１２３４５", Some("0540988960284611")),
+    // Other scripts and accents, lower-cased.
+    ("Привет, мир! Ελληνικά. café naïve", Some("ec87f8d1e2347cfc")),
+    // One token: the fingerprint is the token's xxh3-64 hash itself.
+    ("我", Some("7931193e731884c4")),
+    ("a", Some("e6c632b61e964e1f")),
+    // No features: no fingerprint.
+    ("", None),
+    ("  ，。！？  ", None),
+];
+
+fn fingerprinter() -> &'static Fingerprinter {
+    static FP: std::sync::OnceLock<Fingerprinter> = std::sync::OnceLock::new();
+    FP.get_or_init(Fingerprinter::new)
+}
+
+fn hex_of(text: &str) -> Option<String> {
+    fingerprinter().fingerprint(text).map(hex::format)
+}
+
+#[test]
+fn golden_vectors_hold() {
+    let mut wrong = Vec::new();
+    for (text, want) in GOLDEN {
+        let got = hex_of(text);
+        if got.as_deref() != *want {
+            wrong.push(format!("{text:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "fingerprints changed:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn single_token_fingerprint_is_the_reference_xxh3_value() {
+    // XXH3-64 of "a" with seed 0 is e6c632b61e964e1f in the xxHash
+    // project's reference implementation (checked against its Python
+    // binding, `xxhash.xxh3_64_hexdigest(b"a")`): ties the feature hash to
+    // the standard rather than to the crate we happen to use.
+    assert_eq!(hex_of("a").as_deref(), Some("e6c632b61e964e1f"));
+    assert_eq!(hex_of("A"), hex_of("a"));
+}
+
+#[test]
+fn long_runs_are_pinned_too() {
+    // Runs over 512 characters are cut every 512 characters; these pin
+    // that rule (a Han run and a Latin one).
+    assert_eq!(
+        hex_of(&"北京天气晴朗".repeat(200)).as_deref(),
+        Some("1fefeef240b1a7b8")
+    );
+    assert_eq!(
+        hex_of(&format!("{} tail", "abc".repeat(300))).as_deref(),
+        Some("163b5bd516ea0b52")
+    );
+}

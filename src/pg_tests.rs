@@ -1,0 +1,74 @@
+//! In-server tests (`cargo pgrx test`): what needs a running backend. The
+//! SQL-visible edge cases live in `test/sql`, with expected output.
+
+use pgrx::prelude::*;
+
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    const TEXTS: &[&str] = &[
+        "中华人民共和国成立于1949年，首都是北京。",
+        "The quick brown fox jumps over the lazy dog.",
+        "苹果公司发布了新款iPhone 15 Pro，售价7999元起。",
+        "ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ",
+        "",
+        "，。！",
+    ];
+
+    #[pg_test]
+    fn the_preloaded_fingerprinter_is_inherited_from_the_postmaster() {
+        // The test cluster preloads the library (see `pg_test` in lib.rs), so
+        // this backend must find the dictionaries built before it was forked,
+        // without having called simhash() yet.
+        assert!(crate::functions::fingerprinter_is_built());
+    }
+
+    #[pg_test]
+    fn sql_fingerprints_equal_the_core_crate() {
+        let core = simhash_core::Fingerprinter::new();
+        for text in TEXTS {
+            let sql =
+                Spi::get_one_with_args::<i64>("SELECT simhash($1)::bigint", &[(*text).into()])
+                    .expect("the query runs");
+            assert_eq!(sql, core.fingerprint(text).map(|v| v as i64), "{text:?}");
+        }
+    }
+
+    #[pg_test]
+    fn the_type_is_eight_bytes_by_value() {
+        let row = Spi::get_two::<i16, bool>(
+            "SELECT typlen, typbyval FROM pg_type WHERE typname = 'simhash64'",
+        );
+        assert_eq!(row, Ok((Some(8), Some(true))));
+    }
+
+    #[pg_test]
+    fn text_and_bigint_forms_agree() {
+        let v = Spi::get_one::<i64>("SELECT 'fedcba9876543210'::simhash64::bigint");
+        assert_eq!(v, Ok(Some(0xfedc_ba98_7654_3210_u64 as i64)));
+        let t = Spi::get_one::<String>("SELECT (-2)::bigint::simhash64::text");
+        assert_eq!(t, Ok(Some("fffffffffffffffe".to_string())));
+    }
+
+    #[pg_test(error = "invalid input syntax for type simhash64: \"0123456789abcdez\"")]
+    fn a_bad_literal_is_an_error() {
+        let _ = Spi::get_one::<i64>("SELECT '0123456789abcdez'::simhash64::bigint");
+    }
+
+    #[pg_test(error = "simhash band 7 is out of range")]
+    fn a_bad_band_is_an_error() {
+        let _ = Spi::get_one::<i32>("SELECT simhash_band('0123456789abcdef', 7)");
+    }
+
+    #[pg_test]
+    fn hamming_and_the_operator_agree() {
+        let row = Spi::get_two::<i32, i32>(
+            "SELECT hamming(simhash('北京天气'), simhash('上海天气')), \
+                    simhash('北京天气') <~> simhash('上海天气')",
+        )
+        .expect("the query runs");
+        assert_eq!(row.0, row.1);
+        assert!(row.0.is_some_and(|d| (0..=64).contains(&d)));
+    }
+}

@@ -1,0 +1,87 @@
+-- simhash(text) and simhash_features(text).
+
+-- The golden vectors of crates/simhash-core/tests/golden.rs, through SQL.
+SELECT simhash(t) FROM (VALUES
+    (1, '中华人民共和国成立于1949年，首都是北京。'),
+    (2, '国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。'),
+    (3, 'The quick brown fox jumps over the lazy dog.'),
+    (4, 'SimHash was described by Moses Charikar in 2002; Google used it to find near-duplicate web pages.'),
+    (5, '苹果公司发布了新款iPhone 15 Pro，售价7999元起。Apple says it ships in September.'),
+    (6, 'ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ：１２３４５'),
+    (7, 'Привет, мир! Ελληνικά. café naïve'),
+    (8, '我'),
+    (9, 'a')) AS g(n, t)
+ORDER BY n;
+SELECT simhash(repeat('北京天气晴朗', 200)) AS han_run,
+       simhash(repeat('abc', 300) || ' tail') AS latin_run;
+
+-- NULL in, NULL out; no features, no fingerprint.
+SELECT simhash(NULL) IS NULL AS null_in,
+       simhash('') IS NULL AS empty,
+       simhash('   ') IS NULL AS spaces,
+       simhash(E'\t\n\r') IS NULL AS control,
+       simhash('，。！？、；：“”') IS NULL AS cjk_punctuation,
+       simhash('!@#$%^&*()[]{}') IS NULL AS ascii_punctuation,
+       simhash('😀🎉★') IS NULL AS symbols;
+
+-- What does not count: case, width, punctuation, spacing.
+SELECT simhash('今天，北京市政府发布了新的交通管理规定。Beijing Traffic Rules 2024')
+     = simhash('今天 北京市政府发布了新的交通管理规定！！ＢＥＩＪＩＮＧ  traffic  rules  ２０２４') AS same;
+
+-- Close texts are close, different texts are not.
+SELECT simhash(a) <~> simhash(b) <= 6 AS edited_is_close,
+       simhash(a) <~> simhash(c) > 12 AS other_is_far
+FROM (VALUES (
+    '国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。李鹏说，中国政府高度重视同日本的关系，愿同日方一道努力，推动两国关系健康稳定地向前发展。日本客人表示，日本经济界愿意积极参与中国的经济建设，为两国的友好合作作出贡献。',
+    '国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了看法。李鹏说，中国政府高度重视同日本的关系，愿同日方一道努力，推动两国关系健康稳定地向前发展。日本客人表示，日本经济界愿意积极参与中国的经济建设，为两国的友好合作作出贡献。',
+    '昨天下午，北京市民在天安门广场参加了迎新年长跑活动，数千名运动员和群众冒着严寒跑完全程。活动由北京市体育局主办，旨在推动全民健身运动的开展，增强人民体质。'
+)) AS v(a, b, c);
+
+-- Why: each distinct token with tf, idf, weight and hash.
+SELECT * FROM simhash_features('今天北京天气很好，我们去公园散步。今天 Beijing！');
+SELECT count(*) FROM simhash_features('');
+SELECT count(*) FROM simhash_features(NULL);
+-- A one-token text's fingerprint is that token's hash.
+SELECT (SELECT hash FROM simhash_features('新闻')) = simhash('新闻') AS one_token;
+
+-- Properties a generated column and parallel queries rely on.
+SELECT provolatile, proisstrict, proparallel FROM pg_proc WHERE proname = 'simhash';
+CREATE TABLE docs (id int PRIMARY KEY, body text,
+                   fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO docs (id, body) VALUES (1, '北京天气晴朗'), (2, ''), (3, NULL), (4, 'Beijing');
+SELECT id, fp FROM docs ORDER BY id;
+DROP TABLE docs;
+
+-- Parallel workers give the same fingerprints as the leader.
+CREATE TABLE many AS
+SELECT g AS id, '第' || g || '条新闻：北京天气晴朗，气温' || (g % 40) || '度。' AS body
+FROM generate_series(1, 20000) g;
+ANALYZE many;
+SET max_parallel_workers_per_gather = 0;
+SELECT sum(hamming(simhash(body), '0000000000000000')) AS serial_sum FROM many \gset
+SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (COSTS OFF) SELECT sum(hamming(simhash(body), '0000000000000000')) FROM many;
+SELECT sum(hamming(simhash(body), '0000000000000000')) = :serial_sum AS parallel_agrees FROM many;
+RESET ALL;
+DROP TABLE many;
+
+-- Huge input: 100 MB fingerprints without trouble...
+SELECT simhash(repeat('北京天气晴朗，', 5000000)) = simhash('北京天气晴朗') AS hundred_mb;
+-- ...and a statement timeout cancels it promptly: 210 MB takes about 5 s
+-- to fingerprint, but stops within a second of the 300 ms timeout.
+SELECT clock_timestamp() AS t0 \gset
+SET statement_timeout = '300ms';
+SELECT simhash(repeat('北京天气晴朗，', 10000000));
+RESET statement_timeout;
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '1.3 seconds' AS cancelled_promptly;
+
+-- A database that is not UTF-8 gets a clear error, not wrong bits.
+\set regress_db :DBNAME
+CREATE DATABASE simhash_regress_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;
+\c simhash_regress_latin1
+CREATE EXTENSION simhash;
+SELECT simhash('abc');
+SELECT hamming('0123456789abcdef', 'ffffffffffffffff') AS other_functions_work;
+\c :regress_db
+DROP DATABASE simhash_regress_latin1;
