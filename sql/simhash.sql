@@ -182,3 +182,97 @@ COMMENT ON OPERATOR <~> (simhash64, simhash64) IS
 CREATE FUNCTION simhash_band(simhash64, integer) RETURNS integer
     AS 'MODULE_PATHNAME', 'simhash_band_n_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+---------------------------------------------------------------------------
+-- Near-duplicate search through band indexes.
+--
+-- Two fingerprints within distance k share a band that differs in at most
+-- floor(k/4) bits (for k <= 3: a band that is equal). With a B-tree index on
+-- each band, simhash_within(fp, q, k) is answered by four index probes and
+-- an exact recheck. Plain conditions such as `fp <~> q <= k` are turned
+-- into simhash_within at parse time (see the README).
+---------------------------------------------------------------------------
+
+-- Every value band n of a fingerprint within distance k of fp can take.
+CREATE FUNCTION simhash_band_neighbors(simhash64, integer, integer) RETURNS integer[]
+    AS 'MODULE_PATHNAME', 'simhash_band_neighbors_fn_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash_within_support(internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'simhash_within_support'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- hamming(a, b) <= k, in a form the planner answers with band indexes.
+CREATE FUNCTION simhash_within(simhash64, simhash64, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_within_fn_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+    SUPPORT simhash_within_support;
+
+-- The band indexes of a table's fingerprint column. Plain DDL, the same a
+-- DBA can run by hand (or CONCURRENTLY, outside a transaction):
+--   CREATE INDEX docs_fp_band0 ON docs (simhash_band(fp, 0));  -- ... to 3
+CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp')
+    RETURNS SETOF regclass
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    owner oid;
+    schema name;
+    rel name;
+    col_type oid;
+    idx name;
+BEGIN
+    SELECT c.relowner, n.nspname, c.relname INTO owner, schema, rel
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = tbl;
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
+    END IF;
+    SELECT a.atttypid INTO col_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tbl
+            USING ERRCODE = '42703';
+    END IF;
+    IF col_type <> '@extschema@.simhash64'::regtype THEN
+        RAISE EXCEPTION 'column "%" of relation % is of type %, not simhash64',
+            col, tbl, format_type(col_type, NULL)
+            USING ERRCODE = '42804';
+    END IF;
+    FOR n IN 0..3 LOOP
+        -- <table>_<column>_band<n>, shortened to fit NAMEDATALEN.
+        idx := left(rel, 40) || '_' || left(col, 15) || '_band' || n;
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s (@extschema@.simhash_band(%I, %s))',
+                       idx, tbl, col, n);
+        RETURN NEXT format('%I.%I', schema, idx)::regclass;
+    END LOOP;
+END
+$$;
+
+-- Drops the band indexes simhash_add_bands made (found by what they index,
+-- not by name, so hand-made ones of the same form go too).
+CREATE FUNCTION simhash_drop_bands(tbl regclass, col name DEFAULT 'fp')
+    RETURNS SETOF text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    owner oid;
+    idx regclass;
+BEGIN
+    SELECT c.relowner INTO owner FROM pg_class c WHERE c.oid = tbl;
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
+    END IF;
+    FOR idx IN
+        SELECT i.indexrelid::regclass FROM pg_index i
+        WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indpred IS NULL
+          AND pg_get_expr(i.indexprs, i.indrelid)
+              ~ ('^(\S+\.)?simhash_band\(' || regexp_replace(quote_ident(col), '(\W)', '\\\1', 'g') || ', [0-3]\)$')
+    LOOP
+        RETURN NEXT idx::text;
+        EXECUTE format('DROP INDEX %s', idx);
+    END LOOP;
+END
+$$;

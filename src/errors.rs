@@ -60,3 +60,13 @@ pub fn database_not_utf8(encoding: &str) -> ! {
         Some("Create the database with ENCODING 'UTF8'."),
     )
 }
+
+/// 22023: a negative distance bound.
+pub fn negative_distance(k: i32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash distance bound {k} is negative"),
+        Some("A Hamming distance bound is 0 to 64.".into()),
+        None,
+    )
+}

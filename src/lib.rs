@@ -5,6 +5,9 @@ use pgrx::prelude::*;
 
 mod errors;
 mod functions;
+mod index;
+mod nodes;
+mod rewrite;
 mod types;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -15,8 +18,12 @@ extension_sql_file!("../sql/simhash.sql", name = "simhash_surface", bootstrap);
 /// building the fingerprinter there (about 1 s, tens of MB) means every
 /// backend forked later shares it copy-on-write instead of building its own
 /// on its first `simhash()` call.
+///
+/// Loading also installs the parse-time rewrite that lets plain
+/// `fp <~> q <= k` conditions use the band indexes (see `rewrite`).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    rewrite::install();
     // SAFETY: a plain read of a flag PostgreSQL sets while preloading.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         functions::fingerprinter();

@@ -21,6 +21,7 @@ pub mod distance;
 pub mod fingerprint;
 pub mod hex;
 pub mod idf;
+pub mod probe;
 pub mod text;
 
 pub use distance::{band, hamming, BANDS, BAND_BITS};
