@@ -65,13 +65,10 @@ unsafe extern "C-unwind" fn post_parse_analyze(
 /// Rewrites the conditions of `query` and of every query nested in it.
 unsafe fn rewrite_query(query: *mut pg_sys::Query) {
     let utility = (*query).utilityStmt;
-    if !utility.is_null() {
-        // EXPLAIN and CREATE TABLE AS carry their analyzed query inside.
-        if is_a(utility, NodeTag::T_ExplainStmt) {
-            rewrite_node_query((*utility.cast::<pg_sys::ExplainStmt>()).query);
-        } else if is_a(utility, NodeTag::T_CreateTableAsStmt) {
-            rewrite_node_query((*utility.cast::<pg_sys::CreateTableAsStmt>()).query);
-        }
+    // CREATE TABLE AS carries its analyzed query inside. (EXPLAIN does too,
+    // but PostgreSQL calls this hook again for the explained query itself.)
+    if !utility.is_null() && is_a(utility, NodeTag::T_CreateTableAsStmt) {
+        rewrite_node_query((*utility.cast::<pg_sys::CreateTableAsStmt>()).query);
     }
     if !(*query).jointree.is_null() {
         rewrite_jointree((*query).jointree.cast());
