@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Fingerprint throughput: SQL `simhash(text)` against jieba-rs segmentation
+# alone, on one core, over the same corpus.
+#
+# What is measured, in MB/s of the corpus's UTF-8 bytes (1 MB = 10^6 bytes):
+#   segmentation      the baseline: jieba-rs alone, `Jieba::new()` then
+#                     `jieba.cut(text, true)` on each raw text (precise mode,
+#                     HMM on, the segmenter and mode the extension uses), in
+#                     the `segment-throughput` binary of this crate; only the
+#                     pass over the texts is timed, not loading or parsing
+#   rust fingerprint  `Fingerprinter::fingerprint` of simhash-core over the
+#                     same texts: all of what simhash() computes, without
+#                     PostgreSQL (the gap to SQL is the SQL overhead)
+#   sql simhash()     `SELECT count(simhash(body)) FROM throughput_docs` with
+#                     max_parallel_workers_per_gather = 0, timed inside the
+#                     server with clock_timestamp(), after one warm-up run
+# and the ratio sql / segmentation, whose target is >= 0.8.
+#
+# The machine may be shared and noisy, so the rounds interleave (baseline,
+# SQL, baseline, SQL, ...) and each figure is the median of its rounds.
+#
+# Run it from anywhere in the checkout:
+#   bench/throughput.sh [CORPUS]   JSON lines {"id", "text"}, gzip'd or not;
+#                                  default ../shared/data/zh_news.jsonl.gz
+#                                  beside the checkout
+#   ROUNDS=7 bench/throughput.sh   rounds of each side (default 5, minimum 3)
+#   STAGES=1 bench/throughput.sh   also time the steps of the Rust
+#                                  fingerprint (NFKC, segmentation, IDF, ...)
+# It needs the extension installed as a release build (scripts/install.sh),
+# (re)starts the throwaway cluster with scripts/cluster.sh (SIMHASH_PGPORT
+# and SIMHASH_PGDATA pick another one) and reloads the corpus into the
+# table throughput_docs of the database simhash_bench, made if missing.
+set -euo pipefail
+. "$(dirname "$0")/../scripts/common.sh"
+
+CORPUS=${1:-$ROOT/../shared/data/zh_news.jsonl.gz}
+ROUNDS=${ROUNDS:-5}
+DB=simhash_bench
+export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
+[ -f "$CORPUS" ] || die "corpus not found: $CORPUS (give a JSON-lines file, gzip'd or not, as the first argument)"
+CORPUS=$(cd "$(dirname "$CORPUS")" && pwd)/$(basename "$CORPUS")
+cd "$ROOT"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 3 ] || die "ROUNDS must be a number >= 3, not '$ROUNDS'"
+stage_flag=()
+[ "${STAGES:-0}" = 0 ] || stage_flag=(--stages)
+
+log "building the baseline (cargo build --release -p simhash-bench)"
+cargo build --release --quiet -p simhash-bench
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/segment-throughput
+[ -x "$BIN" ] || die "no binary at $BIN"
+
+log "starting the throwaway cluster"
+"$ROOT/scripts/cluster.sh" start
+eval "$("$ROOT/scripts/cluster.sh" env)"
+export PGHOST PGPORT PGUSER
+
+psql_db() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+
+if [ -z "$(psql -X -At -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]; then
+    psql -X -q -d postgres -c "CREATE DATABASE $DB"
+fi
+
+log "loading $(basename "$CORPUS") into $DB.throughput_docs"
+# Each JSON line is one CSV field: valid JSON holds no raw control
+# characters, so \x01 and \x02 as quote and delimiter never occur in it.
+zcat -f -- "$CORPUS" | psql_db \
+    -c "CREATE EXTENSION IF NOT EXISTS simhash" \
+    -c "DROP TABLE IF EXISTS throughput_raw, throughput_docs" \
+    -c "CREATE UNLOGGED TABLE throughput_raw (doc jsonb)" \
+    -c "\\copy throughput_raw FROM pstdin WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')" \
+    -c "CREATE TABLE throughput_docs AS SELECT doc->>'id' AS id, doc->>'text' AS body FROM throughput_raw" \
+    -c "DROP TABLE throughput_raw" \
+    -c "VACUUM ANALYZE throughput_docs"
+psql_db <<'SQL'
+CREATE OR REPLACE FUNCTION throughput_simhash_seconds() RETURNS double precision
+LANGUAGE plpgsql
+SET max_parallel_workers_per_gather = 0
+AS $$
+DECLARE
+    t0 timestamptz;
+    n bigint;
+BEGIN
+    t0 := clock_timestamp();
+    SELECT count(simhash(body)) INTO n FROM throughput_docs;
+    RETURN extract(epoch FROM clock_timestamp() - t0);
+END
+$$;
+SQL
+
+# One run of the baseline binary: its key=value lines.
+run_rust() { zcat -f -- "$CORPUS" | "$BIN" --rounds 1 "${stage_flag[@]}"; }
+# The value of KEY in key=value lines on stdin.
+value() { sed -n "s/^$1=//p" | head -n 1; }
+# The median of the numbers on stdin, one a line.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+log "warming up, and checking that SQL and Rust give the same fingerprints"
+first=$(run_rust)
+docs=$(value docs <<<"$first")
+bytes=$(value bytes <<<"$first")
+read -r sql_docs sql_bytes < <(psql_db -F ' ' -c \
+    "SELECT count(*), coalesce(sum(octet_length(body)), 0) FROM throughput_docs")
+[ "$sql_docs $sql_bytes" = "$docs $bytes" ] \
+    || die "the table holds $sql_docs texts of $sql_bytes bytes, the binary read $docs of $bytes"
+read -r sql_fps sql_xor < <(psql_db -F ' ' -c "SET max_parallel_workers_per_gather = 0" -c \
+    "SELECT count(h), coalesce(bit_xor(h::bigint), 0) FROM (SELECT simhash(body) AS h FROM throughput_docs) s")
+rust_fps=$(value fingerprints <<<"$first")
+rust_xor=$(value fingerprint_xor <<<"$first")
+if [ "$sql_fps $sql_xor" != "$rust_fps $rust_xor" ]; then
+    log "WARNING: SQL and Rust fingerprints differ (count/xor $sql_fps/$sql_xor against $rust_fps/$rust_xor):"
+    log "WARNING: the installed extension is not this checkout's build; run scripts/install.sh"
+fi
+
+seg=() fp=() sql=() stage_lines=()
+for ((i = 1; i <= ROUNDS; i++)); do
+    out=$(run_rust)
+    seg+=("$(value segment_s <<<"$out")")
+    fp+=("$(value fingerprint_s <<<"$out")")
+    [ ${#stage_flag[@]} = 0 ] || stage_lines+=("$out")
+    sql+=("$(psql_db -c "SELECT throughput_simhash_seconds()")")
+    log "round $i/$ROUNDS: segmentation ${seg[-1]} s, rust fingerprint ${fp[-1]} s, sql simhash() ${sql[-1]} s"
+done
+
+seg_s=$(printf '%s\n' "${seg[@]}" | median)
+fp_s=$(printf '%s\n' "${fp[@]}" | median)
+sql_s=$(printf '%s\n' "${sql[@]}" | median)
+
+echo
+echo "== fingerprint throughput: median of $ROUNDS interleaved rounds, one core =="
+awk -v name="$(basename "$CORPUS")" -v docs="$docs" -v bytes="$bytes" \
+    -v seg="$seg_s" -v fp="$fp_s" -v sql="$sql_s" 'BEGIN {
+    mb = bytes / 1e6
+    printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, mb
+    printf "segmentation alone      %7.2f MB/s  (%.3f s; jieba-rs cut, HMM on: the baseline)\n", mb / seg, seg
+    printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, no PostgreSQL)\n", mb / fp, fp
+    printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers)\n", mb / sql, sql
+    printf "ratio sql/segmentation  %7.2f       (target >= 0.80)\n", seg / sql
+    printf "ratio sql/rust          %7.2f       (what the SQL layer keeps of the Rust speed)\n", fp / sql
+}'
+if awk -v fp="$fp_s" -v sql="$sql_s" 'BEGIN { exit !(fp / sql < 0.5) }'; then
+    echo "warning: SQL runs at under half the Rust speed: is the installed library a debug"
+    echo "build (cargo pgrx test installs one)? Put the release build back with scripts/install.sh."
+fi
+
+if [ ${#stage_lines[@]} -gt 0 ]; then
+    echo
+    echo "== where the Rust fingerprint's time goes: median s over the corpus =="
+    echo "(each step is described at the top of bench/src/bin/segment_throughput.rs)"
+    for key in segment normalize split segment_pieces tokens idf accumulate tokens_idf tokens_accumulate fingerprint; do
+        s=$(for l in "${stage_lines[@]}"; do value "${key}_s" <<<"$l"; done | median)
+        awk -v k="$key" -v s="$s" -v bytes="$bytes" \
+            'BEGIN { printf "%-18s %7.4f s  %8.2f MB/s\n", k, s, bytes / 1e6 / s }'
+    done
+fi
