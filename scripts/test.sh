@@ -29,5 +29,7 @@ log "SQL regression tests"
 "$ROOT/scripts/install.sh"
 "$ROOT/scripts/cluster.sh" start
 "$ROOT/scripts/regress.sh"
+log "concurrent ingest through the near-unique trigger"
+"$ROOT/test/concurrency.sh"
 "$ROOT/scripts/cluster.sh" stop
 log "all tests passed"
