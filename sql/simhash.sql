@@ -300,6 +300,11 @@ $$;
 CREATE FUNCTION simhash_near_unique() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
+    -- While a table is being loaded its statistics say it is empty, and the
+    -- planner would check each new row with a scan: quadratic in the load
+    -- (measured: 287 rows/s over 65k rows). The band indexes are always the
+    -- right plan for one fingerprint.
+    SET enable_seqscan = off
 AS $$
 DECLARE
     col name;
