@@ -14,7 +14,7 @@
 # REPS=3 (default) repetitions, median reported. Uses the throwaway cluster
 # (scripts/cluster.sh; SIMHASH_PGPORT / SIMHASH_PGDATA pick another).
 set -euo pipefail
-. "$(dirname "$0")/../scripts/common.sh"
+. "$(dirname "$0")/lib.sh"
 
 REPS=${REPS:-3}
 if [ $# -eq 0 ]; then
@@ -22,14 +22,8 @@ if [ $# -eq 0 ]; then
 fi
 for f in "$@"; do [ -f "$f" ] || die "corpus not found: $f"; done
 
-"$ROOT/scripts/cluster.sh" start
-eval "$("$ROOT/scripts/cluster.sh" env)"
-export PGHOST PGPORT PGUSER
-DB=simhash_bench
-if [ -z "$(psql -X -At -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]; then
-    psql -X -q -d postgres -c "CREATE DATABASE $DB"
-fi
-q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
+bench_db
+q() { psql_db "$@"; }
 
 # The corpus as a plain-text COPY file of bodies: decoded once, up front,
 # so every variant below loads the very same bytes.
@@ -45,8 +39,6 @@ rows=$(wc -l < "$data")
 mb=$(python3 -c "import sys; print(round($(stat -c %s "$data") / 1e6, 2))")
 log "corpus: $rows documents, $mb MB as COPY text"
 
-# The database is the benchmarks' own: recreate the extension so its SQL is current.
-q -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
 setup() {
     q <<SQL
 DROP TABLE IF EXISTS ingest;

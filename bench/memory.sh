@@ -34,26 +34,15 @@
 # failure, it restarts the server with scripts/cluster.sh, which leaves it
 # as it was. Sessions use the database simhash_bench, made if missing.
 set -euo pipefail
-. "$(dirname "$0")/../scripts/common.sh"
+. "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 REPS=${REPS:-5}
-DB=simhash_bench
 TEXT='今天天气很好'
 [[ "$REPS" =~ ^[0-9]+$ ]] && [ "$REPS" -ge 1 ] || die "REPS must be a positive number, not '$REPS'"
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 
-log "starting the throwaway cluster"
-"$ROOT/scripts/cluster.sh" start
-eval "$("$ROOT/scripts/cluster.sh" env)"
-export PGHOST PGPORT PGUSER
-
-psql_db() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
-
-if [ -z "$(psql -X -At -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]; then
-    psql -X -q -d postgres -c "CREATE DATABASE $DB"
-fi
-psql_db -c "CREATE EXTENSION IF NOT EXISTS simhash"
+bench_db
 preloaded=$(psql_db -c "SHOW shared_preload_libraries" | tr -d ' "')
 case ",$preloaded," in
     *,simhash,*) ;;

@@ -31,11 +31,10 @@
 # and SIMHASH_PGDATA pick another one) and reloads the corpus into the
 # table throughput_docs of the database simhash_bench, made if missing.
 set -euo pipefail
-. "$(dirname "$0")/../scripts/common.sh"
+. "$(dirname "$0")/lib.sh"
 
 CORPUS=${1:-$ROOT/../shared/data/zh_news.jsonl.gz}
 ROUNDS=${ROUNDS:-5}
-DB=simhash_bench
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 [ -f "$CORPUS" ] || die "corpus not found: $CORPUS (give a JSON-lines file, gzip'd or not, as the first argument)"
 CORPUS=$(cd "$(dirname "$CORPUS")" && pwd)/$(basename "$CORPUS")
@@ -49,22 +48,12 @@ cargo build --release --quiet -p simhash-bench
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/segment-throughput
 [ -x "$BIN" ] || die "no binary at $BIN"
 
-log "starting the throwaway cluster"
-"$ROOT/scripts/cluster.sh" start
-eval "$("$ROOT/scripts/cluster.sh" env)"
-export PGHOST PGPORT PGUSER
+bench_db
 
-psql_db() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
-
-if [ -z "$(psql -X -At -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]; then
-    psql -X -q -d postgres -c "CREATE DATABASE $DB"
-fi
-
-log "loading $(basename "$CORPUS") into $DB.throughput_docs"
+log "loading $(basename "$CORPUS") into $BENCH_DB.throughput_docs"
 # Each JSON line is one CSV field: valid JSON holds no raw control
 # characters, so \x01 and \x02 as quote and delimiter never occur in it.
 zcat -f -- "$CORPUS" | psql_db \
-    -c "CREATE EXTENSION IF NOT EXISTS simhash" \
     -c "DROP TABLE IF EXISTS throughput_raw, throughput_docs" \
     -c "CREATE UNLOGGED TABLE throughput_raw (doc jsonb)" \
     -c "\\copy throughput_raw FROM pstdin WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')" \

@@ -1,0 +1,23 @@
+# Shared set-up of the benchmark scripts; sourced, not run.
+# shellcheck shell=bash
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/common.sh"
+
+BENCH_DB=simhash_bench
+
+# Starts the throwaway cluster (SIMHASH_PGPORT / SIMHASH_PGDATA pick
+# another), exports the connection, and makes the benchmarks' database with
+# the extension as currently installed (the database is the benchmarks'
+# own, so the extension is made anew and its SQL is never stale).
+bench_db() {
+    log "starting the throwaway cluster"
+    "$ROOT/scripts/cluster.sh" start
+    eval "$("$ROOT/scripts/cluster.sh" env)"
+    export PGHOST PGPORT PGUSER
+    if [ -z "$(psql -X -At -d postgres -c "SELECT 1 FROM pg_database WHERE datname = '$BENCH_DB'")" ]; then
+        psql -X -q -d postgres -c "CREATE DATABASE $BENCH_DB"
+    fi
+    psql_db -c "SET client_min_messages = warning" \
+        -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
+}
+
+psql_db() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$BENCH_DB" "$@"; }
