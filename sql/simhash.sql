@@ -437,3 +437,28 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+---------------------------------------------------------------------------
+-- Whole-table clustering: the connected components of "distance <= k".
+-- Every row's key with its cluster's smallest key; rows with a NULL key
+-- or fingerprint are left out, and so are rows alone in their cluster when
+-- singletons is false. Progress is reported as a NOTICE every 5 seconds; a
+-- cancel stops it at once and leaves nothing behind. Memory: about 40
+-- bytes per row, held by the backend until the call returns.
+---------------------------------------------------------------------------
+
+CREATE FUNCTION simhash_clusters_query(query text, k integer, singletons boolean)
+    RETURNS TABLE (id bigint, cluster bigint)
+    AS 'MODULE_PATHNAME', 'simhash_clusters_query_wrapper'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+CREATE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
+                                 key_col name DEFAULT 'id', singletons boolean DEFAULT true)
+    RETURNS TABLE (id bigint, cluster bigint)
+    LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
+AS $$
+    SELECT * FROM @extschema@.simhash_clusters_query(
+        format('SELECT %I::bigint, %I::bigint FROM %s WHERE %I IS NOT NULL',
+               key_col, fp_col, tbl, fp_col),
+        k, singletons)
+$$;

@@ -70,3 +70,13 @@ pub fn negative_distance(k: i32) -> ! {
         None,
     )
 }
+
+/// 22023: a clustering distance outside what is supported.
+pub fn cluster_distance_out_of_range(k: i32, max: u32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_clusters distance {k} is out of range"),
+        Some(format!("Clustering supports distances 0 to {max}.")),
+        None,
+    )
+}

@@ -3,6 +3,7 @@
 
 use pgrx::prelude::*;
 
+mod clusters;
 mod errors;
 mod functions;
 mod index;
