@@ -102,6 +102,7 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::splitmix;
 
     /// The definition, written the slow obvious way.
     fn scalar(features: &[(u64, i64)]) -> Option<u64> {
@@ -119,15 +120,6 @@ mod tests {
                 .filter(|&i| counters[i] > 0)
                 .fold(0u64, |fp, i| fp | 1 << i),
         )
-    }
-
-    /// A small deterministic generator, so the test needs no dependency.
-    fn splitmix(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 
     #[test]

@@ -25,5 +25,8 @@ pub mod idf;
 pub mod probe;
 pub mod text;
 
+#[cfg(test)]
+mod testutil;
+
 pub use distance::{band, hamming, BANDS, BAND_BITS};
 pub use fingerprint::{Feature, Fingerprinter};

@@ -48,6 +48,7 @@ pub fn neighbor_count(radius: u32) -> usize {
 mod tests {
     use super::*;
     use crate::distance::{band, hamming};
+    use crate::testutil::splitmix;
 
     #[test]
     fn probe_sizes_match_the_design() {
@@ -72,14 +73,6 @@ mod tests {
         assert!(got.contains(&0x80F0));
         assert!(!got.contains(&0x00F3));
         assert!(got.windows(2).all(|w| w[0] < w[1]));
-    }
-
-    fn splitmix(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 
     #[test]
