@@ -80,3 +80,16 @@ pub fn cluster_distance_out_of_range(k: i32, max: u32) -> ! {
         None,
     )
 }
+
+/// 54000: more distinct fingerprints than one clustering handles.
+pub fn too_many_fingerprints(distinct: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        format!("simhash_clusters: {distinct} distinct fingerprints is too many"),
+        Some(format!(
+            "One clustering handles at most {} distinct fingerprints.",
+            u32::MAX
+        )),
+        Some("Cluster the table in parts, for example by a range of keys."),
+    )
+}

@@ -9,29 +9,46 @@ INSERT INTO items VALUES (101, '0000000000000000'), (102, '0000000000000007'),
                          (103, '000000000000003f'), (104, '00000000000001ff');
 INSERT INTO items SELECT 200 + g, hashint8extended(g, 2)::simhash64 FROM generate_series(1, 5) g;
 INSERT INTO items VALUES (301, 'ffff0000ffff0000'), (302, 'ffff0000ffff0000'), (303, NULL);
+-- A star that joins step by step as k grows: 402, 403 and 404 are 5, 8
+-- and 11 bits from 401 (and 13 or more from each other).
+INSERT INTO items VALUES (401, 'aaaaaaaaaaaaaaaa'), (402, 'aaaaaaaaaaaaaab5'),
+                         (403, 'aaaaaa55aaaaaaaa'), (404, 'aaaaaaaaad55aaaa');
 SELECT cluster, array_agg(id ORDER BY id) AS members
 FROM simhash_clusters('items', 'fp', 3) GROUP BY cluster ORDER BY cluster;
 -- Without singletons; k = 0 is exact duplicates only.
 SELECT count(*) FROM simhash_clusters('items', 'fp', 3, 'id', false);
 SELECT cluster, array_agg(id ORDER BY id) FROM simhash_clusters('items', 'fp', 0, 'id', false) GROUP BY cluster;
--- The same components as a brute-force self-join, followed transitively.
+-- The same components as a brute-force self-join, followed transitively,
+-- at every k (at 9 the chain's ends are within k of each other).
+CREATE FUNCTION disagreements(k int) RETURNS bigint LANGUAGE sql AS $$
 WITH RECURSIVE edges AS (
-    SELECT a.id AS a, b.id AS b FROM items a JOIN items b ON hamming(a.fp, b.fp) <= 3
+    SELECT a.id AS a, b.id AS b FROM items a JOIN items b ON hamming(a.fp, b.fp) <= k
 ), reach AS (
     SELECT a, b FROM edges
     UNION
     SELECT r.a, e.b FROM reach r JOIN edges e ON e.a = r.b
 )
-SELECT count(*) AS disagreements
+SELECT count(*)
 FROM (SELECT a, min(b) AS cluster FROM reach GROUP BY a) want
-FULL JOIN simhash_clusters('items', 'fp', 3) got ON got.id = want.a
-WHERE got.cluster IS DISTINCT FROM want.cluster;
--- Keep one row (the lowest id) per cluster and delete the rest.
+FULL JOIN simhash_clusters('items', 'fp', k) got ON got.id = want.a
+WHERE got.cluster IS DISTINCT FROM want.cluster
+$$;
+SELECT k, disagreements(k), (SELECT count(DISTINCT cluster) FROM simhash_clusters('items', 'fp', k)) AS clusters
+FROM generate_series(0, 11) k;
+DROP FUNCTION disagreements(int);
+-- Flag the copies (the README's statement), then keep one row (the lowest
+-- id) per cluster and delete the rest.
+ALTER TABLE items ADD COLUMN dup_of bigint;
+UPDATE items d SET dup_of = c.cluster
+FROM simhash_clusters('items', 'fp', 3, 'id', false) c
+WHERE d.id = c.id AND c.id <> c.cluster AND d.dup_of IS DISTINCT FROM c.cluster;
+SELECT dup_of, array_agg(id ORDER BY id) FROM items WHERE dup_of IS NOT NULL GROUP BY dup_of ORDER BY dup_of;
 DELETE FROM items i USING simhash_clusters('items', 'fp', 3, 'id', false) c
 WHERE i.id = c.id AND c.id <> c.cluster;
-SELECT count(*) AS left_rows, count(*) FILTER (WHERE fp IS NULL) AS nulls FROM items;
+SELECT count(*) AS left_rows, count(*) FILTER (WHERE fp IS NULL) AS nulls,
+       count(*) FILTER (WHERE dup_of IS NOT NULL) AS flagged_left FROM items;
 -- Errors.
-SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', 8)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', 12)$$);
 SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', -1)$$);
 SELECT outcome($$SELECT * FROM simhash_clusters('items', 'nope', 3)$$);
 SELECT outcome($$SELECT * FROM simhash_clusters('nope', 'fp', 3)$$);
@@ -39,7 +56,7 @@ SELECT outcome($$SELECT * FROM simhash_clusters('nope', 'fp', 3)$$);
 CREATE TABLE many AS SELECT g AS id, hashint8extended(g, 3)::simhash64 AS fp FROM generate_series(1, 400000) g;
 SELECT clock_timestamp() AS t0 \gset
 SET statement_timeout = '200ms';
-SELECT count(*) FROM simhash_clusters('many', 'fp', 7);
+SELECT count(*) FROM simhash_clusters('many', 'fp', 11);
 RESET statement_timeout;
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '1 second' AS cancelled_promptly;
 DROP TABLE items, many;

@@ -17,7 +17,7 @@
 //! 5. [`distance`] and [`hex`]: comparing and printing fingerprints.
 
 pub mod accumulate;
-pub mod clusters;
+pub mod cluster;
 pub mod distance;
 pub mod fingerprint;
 pub mod hex;

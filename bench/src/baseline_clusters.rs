@@ -1,3 +1,8 @@
+//! The first clustering of the extension (versions up to 0.1), kept here
+//! only as the baseline `cluster-throughput --compare` measures the
+//! current `simhash_core::cluster` against. Its tests went with it; the
+//! bench checks that both give the same number of clusters.
+//!
 //! Connected components of the graph "Hamming distance <= k" over a set of
 //! fingerprints: whole-table near-duplicate clustering.
 //!
@@ -19,7 +24,7 @@
 //! back, 8 per distinct value for the union-find, plus one bucket's index
 //! list per recursion level.
 
-use crate::distance::hamming;
+use simhash_core::hamming;
 
 /// Buckets of at most this many values compare all their pairs.
 pub const PAIRWISE: usize = 32;
@@ -212,127 +217,4 @@ pub fn components(
         .iter()
         .map(|&v| label[uf.find(v) as usize])
         .collect()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testutil::splitmix;
-
-    /// Components by brute force over all pairs.
-    fn reference(fps: &[u64], k: u32) -> Vec<u32> {
-        let mut uf = UnionFind::new(fps.len());
-        for i in 0..fps.len() {
-            for j in i + 1..fps.len() {
-                if hamming(fps[i], fps[j]) <= k {
-                    uf.union(i as u32, j as u32);
-                }
-            }
-        }
-        (0..fps.len() as u32).map(|i| uf.find(i)).collect()
-    }
-
-    fn check(fps: &[u64], k: u32) {
-        let got = components(fps, k, |_| true).unwrap().unwrap();
-        let want = reference(fps, k);
-        // Same partition, and each label is the first row of its component.
-        for i in 0..fps.len() {
-            assert_eq!(got[i], want[i], "k = {k}, row {i}");
-        }
-    }
-
-    /// Random values with planted near copies, chains, duplicates and a
-    /// hot bucket of values sharing band 0.
-    fn adversarial(seed: u64, n: usize) -> Vec<u64> {
-        let mut s = seed;
-        let mut fps = Vec::new();
-        for _ in 0..n {
-            let base = splitmix(&mut s);
-            fps.push(base);
-            match splitmix(&mut s) % 6 {
-                0 => fps.push(base),
-                1 => fps.push(base ^ 1 << (splitmix(&mut s) % 64)),
-                2 => {
-                    // a chain: each link 3 bits from the previous
-                    let mut v = base;
-                    for _ in 0..4 {
-                        for _ in 0..3 {
-                            v ^= 1 << (splitmix(&mut s) % 64);
-                        }
-                        fps.push(v);
-                    }
-                }
-                3 => fps.push(0xABCD_0000_0000_0000 | (splitmix(&mut s) & 0xFFFF_FFFF_FFFF)),
-                4 => {
-                    // k bits inside one band
-                    let mut v = base;
-                    for b in 0..(splitmix(&mut s) % 8) {
-                        v ^= 1 << (16 + b);
-                    }
-                    fps.push(v);
-                }
-                _ => {}
-            }
-        }
-        fps
-    }
-
-    #[test]
-    fn matches_brute_force_for_every_k() {
-        for k in 0..=MAX_CLUSTER_K {
-            check(&adversarial(k as u64 + 1, 400), k);
-        }
-    }
-
-    #[test]
-    fn dense_and_hot_buckets_stay_exact() {
-        // 3,000 values within a small Hamming ball, plus 3,000 sharing band 0.
-        let mut s = 9;
-        let mut fps: Vec<u64> = (0..3000)
-            .map(|_| {
-                0x1234_5678_9ABC_DEF0
-                    ^ (1 << (splitmix(&mut s) % 64))
-                    ^ (1 << (splitmix(&mut s) % 64))
-            })
-            .collect();
-        fps.extend((0..3000).map(|_| 0x7777_0000_0000_0000 | (splitmix(&mut s) >> 16)));
-        check(&fps, 3);
-    }
-
-    #[test]
-    fn equal_fingerprints_form_one_cluster_labelled_by_the_first_row() {
-        let fps = [5u64, 9, 5, 5, u64::MAX];
-        let got = components(&fps, 0, |_| true).unwrap().unwrap();
-        assert_eq!(got, vec![0, 1, 0, 0, 4]);
-    }
-
-    #[test]
-    fn large_k_is_refused_and_progress_can_stop_it() {
-        assert!(components(&[1, 2], MAX_CLUSTER_K + 1, |_| true).is_none());
-        let mut s = 3;
-        let fps: Vec<u64> = (0..200_000).map(|_| splitmix(&mut s)).collect();
-        let mut calls = 0;
-        let r = components(&fps, 3, |_| {
-            calls += 1;
-            calls < 3
-        });
-        assert_eq!(r, Some(Err(Interrupted)));
-        assert_eq!(calls, 3);
-    }
-
-    #[test]
-    fn chunks_cover_the_mask_exactly() {
-        let parts = chunks(u64::MAX, 4);
-        assert_eq!(
-            parts,
-            vec![0xFFFF, 0xFFFF_0000, 0xFFFF_0000_0000, 0xFFFF_0000_0000_0000]
-        );
-        let mask = 0xF0F0_0000_0000_00FF;
-        let parts = chunks(mask, 3);
-        assert_eq!(parts.iter().fold(0, |m, p| m | p), mask);
-        assert_eq!(
-            parts.iter().map(|p| p.count_ones()).sum::<u32>(),
-            mask.count_ones()
-        );
-    }
 }
