@@ -20,3 +20,15 @@ log "installing it into PostgreSQL $PG_MAJOR"
     $SUDO chmod 644 "$dest.new.$$"
     $SUDO mv -f "$dest.new.$$" "$dest"
 done
+# Base scripts of earlier versions, so that `CREATE EXTENSION simhash
+# VERSION '0.1.0'` (and the upgrade test) work; cargo pgrx packages only the
+# current one and the upgrade scripts.
+extdir=$($PG_CONFIG --sharedir)/extension
+for f in "$ROOT"/sql/simhash--[0-9]*.sql; do
+    case $(basename "$f") in
+        simhash--*--*) continue ;;
+    esac
+    $SUDO cp "$f" "$extdir/$(basename "$f").new.$$"
+    $SUDO chmod 644 "$extdir/$(basename "$f").new.$$"
+    $SUDO mv -f "$extdir/$(basename "$f").new.$$" "$extdir/$(basename "$f")"
+done

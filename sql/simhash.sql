@@ -146,16 +146,34 @@ CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
 ---------------------------------------------------------------------------
 
 -- The fingerprint of a text; NULL when it has no features (empty, or only
--- white space, punctuation and symbols). The definition is in the README.
+-- white space, punctuation and symbols). Definition version 2, in the
+-- README. The C symbol names the version: a symbol never changes what it
+-- computes, so an older install keeps its fingerprints under a newer
+-- library.
 CREATE FUNCTION simhash(text) RETURNS simhash64
-    AS 'MODULE_PATHNAME', 'simhash_text_wrapper'
+    AS 'MODULE_PATHNAME', 'simhash_v2_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
 
 COMMENT ON FUNCTION simhash(text) IS
-    'SimHash fingerprint: NFKC, lower case, jieba tokens, IDF weights, xxh3-64 features';
+    'SimHash fingerprint, definition version 2: traditional-to-simplified folding, NFKC, lower case, jieba tokens, IDF weights (4 for unknown tokens), tf capped at 3, xxh3-64 features';
+
+-- Definition version 1 (extension 0.1's simhash), for fingerprints stored
+-- before the upgrade and for comparing with them.
+CREATE FUNCTION simhash_v1(text) RETURNS simhash64
+    AS 'MODULE_PATHNAME', 'simhash_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+COMMENT ON FUNCTION simhash_v1(text) IS
+    'SimHash fingerprint, definition version 1 (extension 0.1): NFKC, lower case, jieba tokens, IDF weights, xxh3-64 features';
 
 -- Why two texts are close: each distinct token with what it adds.
 CREATE FUNCTION simhash_features(text)
+    RETURNS TABLE (token text, tf bigint, idf double precision,
+                   weight double precision, hash simhash64)
+    AS 'MODULE_PATHNAME', 'simhash_features_v2_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000 ROWS 100;
+
+CREATE FUNCTION simhash_features_v1(text)
     RETURNS TABLE (token text, tf bigint, idf double precision,
                    weight double precision, hash simhash64)
     AS 'MODULE_PATHNAME', 'simhash_features_text_wrapper'

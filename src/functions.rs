@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use pgrx::prelude::*;
-use simhash_core::Fingerprinter;
+use simhash_core::{Fingerprinter, Version};
 
 use crate::errors;
 
@@ -39,12 +39,12 @@ fn utf8_text(bytes: &[u8]) -> &str {
     std::str::from_utf8(bytes).expect("a UTF8 database holds only valid UTF-8")
 }
 
-/// `simhash(text)`: the fingerprint, or NULL for text without features.
-/// Checks for a cancel or a statement timeout between pieces of text.
-#[pg_extern(immutable, strict, parallel_safe, sql = false)]
-fn simhash_text(text: &[u8]) -> Option<i64> {
+/// The fingerprint of `text` under `version`, or None for text without
+/// features. Checks for a cancel or a statement timeout between pieces of
+/// text.
+fn fingerprint(version: Version, text: &[u8]) -> Option<i64> {
     let text = utf8_text(text);
-    let checked = fingerprinter().fingerprint_checked(text, || {
+    let checked = fingerprinter().fingerprint_checked_as(version, text, || {
         pgrx::check_for_interrupts!();
         true
     });
@@ -52,7 +52,37 @@ fn simhash_text(text: &[u8]) -> Option<i64> {
     checked.expect("never interrupted").map(|fp| fp as i64)
 }
 
-/// `simhash_features(text)`: one row per distinct token.
+/// `simhash(text)` of extension 0.1, `simhash_v1(text)` from 0.2 on:
+/// definition version 1. This C symbol computes version 1 for good, so a
+/// database still at extension 0.1 keeps its fingerprints when the library
+/// is upgraded under it.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_text(text: &[u8]) -> Option<i64> {
+    fingerprint(Version::V1, text)
+}
+
+/// `simhash(text)` from extension 0.2 on: definition version 2.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_v2_text(text: &[u8]) -> Option<i64> {
+    fingerprint(Version::V2, text)
+}
+
+fn features(version: Version, text: &[u8]) -> TableIterator<'static, (String, i64, f64, f64, i64)> {
+    let features = fingerprinter()
+        .features_as(version, utf8_text(text), || {
+            pgrx::check_for_interrupts!();
+            true
+        })
+        .expect("never interrupted");
+    TableIterator::new(
+        features
+            .into_iter()
+            .map(|f| (f.token, f.tf as i64, f.idf, f.weight, f.hash as i64)),
+    )
+}
+
+/// `simhash_features(text)` of 0.1, `simhash_features_v1(text)` from 0.2:
+/// one row per distinct token, definition version 1.
 #[allow(clippy::type_complexity)]
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_features_text(
@@ -67,17 +97,25 @@ fn simhash_features_text(
         name!(hash, i64),
     ),
 > {
-    let features = fingerprinter()
-        .features(utf8_text(text), || {
-            pgrx::check_for_interrupts!();
-            true
-        })
-        .expect("never interrupted");
-    TableIterator::new(
-        features
-            .into_iter()
-            .map(|f| (f.token, f.tf as i64, f.idf, f.weight, f.hash as i64)),
-    )
+    features(Version::V1, text)
+}
+
+/// `simhash_features(text)` from 0.2 on: definition version 2.
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_features_v2_text(
+    text: &[u8],
+) -> TableIterator<
+    'static,
+    (
+        name!(token, String),
+        name!(tf, i64),
+        name!(idf, f64),
+        name!(weight, f64),
+        name!(hash, i64),
+    ),
+> {
+    features(Version::V2, text)
 }
 
 /// `hamming(a, b)` and `a <~> b`: the number of differing bits.

@@ -14,6 +14,7 @@ mod tests {
         "ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ",
         "",
         "，。！",
+        "國務院總理會見日本客人 銀行 銀行 銀行 銀行",
     ];
 
     #[pg_test]
@@ -28,10 +29,18 @@ mod tests {
     fn sql_fingerprints_equal_the_core_crate() {
         let core = simhash_core::Fingerprinter::new();
         for text in TEXTS {
-            let sql =
-                Spi::get_one_with_args::<i64>("SELECT simhash($1)::bigint", &[(*text).into()])
-                    .expect("the query runs");
-            assert_eq!(sql, core.fingerprint(text).map(|v| v as i64), "{text:?}");
+            for (function, version) in [
+                ("simhash", simhash_core::Version::V2),
+                ("simhash_v1", simhash_core::Version::V1),
+            ] {
+                let sql = Spi::get_one_with_args::<i64>(
+                    &format!("SELECT {function}($1)::bigint"),
+                    &[(*text).into()],
+                )
+                .expect("the query runs");
+                let want = core.fingerprint_as(version, text).map(|v| v as i64);
+                assert_eq!(sql, want, "{function}({text:?})");
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 -- simhash(text) and simhash_features(text).
 
--- The golden vectors of crates/simhash-core/tests/golden.rs, through SQL.
-SELECT simhash(t) FROM (VALUES
+-- The golden vectors of crates/simhash-core/tests/golden.rs, through SQL:
+-- simhash() is definition version 2, simhash_v1() version 1.
+SELECT n, simhash(t) AS v2, simhash_v1(t) AS v1 FROM (VALUES
     (1, '中华人民共和国成立于1949年，首都是北京。'),
     (2, '国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。'),
     (3, 'The quick brown fox jumps over the lazy dog.'),
@@ -10,7 +11,8 @@ SELECT simhash(t) FROM (VALUES
     (6, 'ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ：１２３４５'),
     (7, 'Привет, мир! Ελληνικά. café naïve'),
     (8, '我'),
-    (9, 'a')) AS g(n, t)
+    (9, 'a'),
+    (10, '國務院總理李鵬今天在人民大會堂會見了來訪的日本客人，雙方就進一步發展中日兩國的經貿合作交換了意見。')) AS g(n, t)
 ORDER BY n;
 SELECT simhash(repeat('北京天气晴朗', 200)) AS han_run,
        simhash(repeat('abc', 300) || ' tail') AS latin_run;
@@ -43,6 +45,12 @@ SELECT count(*) FROM simhash_features('');
 SELECT count(*) FROM simhash_features(NULL);
 -- A one-token text's fingerprint is that token's hash.
 SELECT (SELECT hash FROM simhash_features('新闻')) = simhash('新闻') AS one_token;
+-- Version 2 against version 1: unknown tokens weigh 4 instead of the
+-- median, tf counts at most 3 times, traditional characters fold.
+SELECT v.token, v.tf, v.idf, v.weight, o.idf AS v1_idf, o.weight AS v1_weight
+FROM simhash_features('銀行 银行 银行 银行 银行 zyxwvq') v
+JOIN simhash_features_v1('銀行 银行 银行 银行 银行 zyxwvq') o USING (hash);
+SELECT count(*) FROM simhash_features_v1('銀行 银行');
 
 -- Properties a generated column and parallel queries rely on.
 SELECT provolatile, proisstrict, proparallel FROM pg_proc WHERE proname = 'simhash';

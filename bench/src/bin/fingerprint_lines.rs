@@ -3,11 +3,12 @@
 //! input and prints one line per input line: the fingerprint as 16 hex
 //! digits, or `NULL` when the text is null or has no feature.
 //!
-//! Without options it prints exactly what SQL `simhash(text)` returns
-//! (`Fingerprinter::fingerprint`, definition version 1), so the yardstick
+//! Without options it prints exactly what SQL `simhash_v1(text)` returns
+//! (definition version 1); with `--definition v2`, what SQL `simhash(text)`
+//! returns (version 2, the default since extension 0.2). So the yardstick
 //! measures the extension without a PostgreSQL server.
 //!
-//! The options are experiments, not the definition: each changes one thing
+//! The other options are experiments, not the definition: each changes one thing
 //! about how the tokens of version 1 are weighted, so that the yardstick
 //! can measure a candidate change to the fingerprint before anyone proposes
 //! it as a new definition version. They combine freely.
@@ -40,7 +41,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use simhash_core::accumulate::Accumulator;
 use simhash_core::idf::{to_fixed, IDF_TXT};
-use simhash_core::Fingerprinter;
+use simhash_core::{Fingerprinter, Version};
 
 #[derive(Deserialize)]
 struct Doc {
@@ -58,6 +59,7 @@ enum Tf {
 /// A weighting of the version-1 tokens. The default value is version 1.
 #[derive(Debug, Default)]
 struct Weighting {
+    definition: Version,
     tf: Option<Tf>,
     tf_cap: Option<u64>,
     stopwords: HashSet<String>,
@@ -80,7 +82,7 @@ impl Weighting {
 
     fn fingerprint(&self, fp: &Fingerprinter, text: &str) -> Option<u64> {
         if self.is_version_1() {
-            return fp.fingerprint(text);
+            return fp.fingerprint_as(self.definition, text);
         }
         let mapped: String;
         let text = if self.charmap.is_empty() {
@@ -186,7 +188,7 @@ fn pair_hash(a: u64, b: u64) -> u64 {
 }
 
 fn usage() -> String {
-    "usage: fingerprint-lines [--tf linear|log|once] [--tf-cap N] [--stopwords FILE] \
+    "usage: fingerprint-lines [--definition v1|v2] [--tf linear|log|once] [--tf-cap N] [--stopwords FILE] \
      [--idf FILE] [--oov-idf X] [--shingles] [--charmap FILE] < texts.jsonl"
         .to_owned()
 }
@@ -268,9 +270,21 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Weighting, Strin
                     }
                 }
             }
+            "--definition" => {
+                w.definition = match value()?.as_str() {
+                    "v1" => Version::V1,
+                    "v2" => Version::V2,
+                    other => return Err(format!("--definition is v1 or v2, not {other:?}")),
+                }
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
+    }
+    if w.definition != Version::V1 && !w.is_version_1() {
+        return Err(
+            "the experiments apply to version 1: --definition v2 takes no other option".into(),
+        );
     }
     Ok(w)
 }

@@ -6,12 +6,25 @@
 //! token as it is. Every token is a feature: hash = xxh3-64 of its UTF-8
 //! bytes, weight = IDF (fixed point, see [`crate::idf`]), added once per
 //! occurrence, which makes the total weight of a token `tf * idf`.
+//!
+//! That is definition version 1. Version 2 ([`Version::V2`]) changes three
+//! things, each chosen on the detection-quality yardstick
+//! (`bench/quality`):
+//!
+//! * before normalizing, traditional Chinese characters are folded to
+//!   simplified ones, one to one ([`crate::fold`]);
+//! * a token not in the IDF table weighs [`V2_OOV_IDF`] instead of the
+//!   table's median (11.95, which made every unknown name, number and
+//!   English word weigh as much as a rare Chinese word);
+//! * a token counts at most [`V2_TF_CAP`] times: `min(tf, 3) * idf`, so
+//!   that a repeated word cannot decide the bits on its own.
 
 use jieba_rs::Jieba;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::accumulate::Accumulator;
-use crate::idf::{from_fixed, IdfTable};
+use crate::fold::Fold;
+use crate::idf::{from_fixed, to_fixed, HashKeyed, IdfTable};
 use crate::text::{for_each_piece, Piece, MAX_PIECE_CHARS};
 
 /// How many bytes of Han pieces go to jieba in one call.
@@ -20,12 +33,34 @@ pub const HAN_BATCH_BYTES: usize = 4096;
 /// How many feature hashes are looked up together.
 const HASH_BATCH: usize = 256;
 
+/// Which fingerprint definition: stored fingerprints keep meaning what they
+/// meant, so a definition never changes once released; a new one is a new
+/// version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Version {
+    /// The first definition (extension 0.1): NFKC, jieba, IDF with the
+    /// table's median for unknown tokens, weight `tf * idf`.
+    #[default]
+    V1,
+    /// Version 1 plus traditional-to-simplified folding, IDF
+    /// [`V2_OOV_IDF`] for unknown tokens, and tf capped at [`V2_TF_CAP`].
+    V2,
+}
+
+/// Version 2's IDF for a token that is not in the table.
+pub const V2_OOV_IDF: f64 = 4.0;
+
+/// Version 2 counts a token at most this many times.
+pub const V2_TF_CAP: u64 = 3;
+
 /// The cutting and weighting state: jieba's dictionary and the IDF table.
 /// Building one takes about a second and tens of megabytes, so a process
 /// builds one and shares it; fingerprinting only reads it.
 pub struct Fingerprinter {
     jieba: Jieba,
     idf: IdfTable,
+    fold: Fold,
+    oov_weight: i64,
 }
 
 impl std::fmt::Debug for Fingerprinter {
@@ -68,6 +103,8 @@ impl Fingerprinter {
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
+            fold: Fold::t2s(),
+            oov_weight: to_fixed(V2_OOV_IDF),
         }
     }
 
@@ -131,9 +168,23 @@ impl Fingerprinter {
     /// The fingerprint of `text`, or `None` when it has no feature at all
     /// (empty, or only white space, punctuation and symbols).
     pub fn fingerprint(&self, text: &str) -> Option<u64> {
-        match self.fingerprint_checked(text, || true) {
+        self.fingerprint_as(Version::V1, text)
+    }
+
+    /// [`Self::fingerprint`] under the given definition.
+    pub fn fingerprint_as(&self, version: Version, text: &str) -> Option<u64> {
+        match self.fingerprint_checked_as(version, text, || true) {
             Ok(fp) => fp,
             Err(Interrupted) => unreachable!("nothing interrupts this walk"),
+        }
+    }
+
+    /// The fixed-point weight of one occurrence of a token under `version`.
+    #[inline]
+    fn weight(&self, version: Version, hash: u64) -> i64 {
+        match version {
+            Version::V1 => self.idf.weight(hash),
+            Version::V2 => self.idf.get(hash).unwrap_or(self.oov_weight),
         }
     }
 
@@ -144,6 +195,19 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Option<u64>, Interrupted> {
+        self.fingerprint_checked_as(Version::V1, text, go_on)
+    }
+
+    /// [`Self::fingerprint_checked`] under the given definition.
+    pub fn fingerprint_checked_as(
+        &self,
+        version: Version,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Option<u64>, Interrupted> {
+        if version == Version::V2 {
+            return self.fingerprint_v2(text, go_on);
+        }
         let mut acc = Accumulator::new();
         let mut hashes = Vec::with_capacity(HASH_BATCH);
         self.for_each_token(text, go_on, |token| {
@@ -154,6 +218,26 @@ impl Fingerprinter {
             }
         })?;
         self.add_all(&mut acc, &hashes);
+        Ok(acc.finish())
+    }
+
+    /// Version 2: fold, count each feature, then add `min(tf, 3)` times
+    /// its weight.
+    fn fingerprint_v2(
+        &self,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Option<u64>, Interrupted> {
+        let text = self.fold.text(text);
+        let mut counts: HashKeyed<u64> = HashKeyed::default();
+        self.for_each_token(&text, go_on, |token| {
+            *counts.entry(xxh3_64(token.as_bytes())).or_insert(0) += 1;
+        })?;
+        let mut acc = Accumulator::new();
+        // Integer sums: the map's order does not matter.
+        for (&h, &tf) in &counts {
+            acc.add(h, self.weight(Version::V2, h) * tf.min(V2_TF_CAP) as i64);
+        }
         Ok(acc.finish())
     }
 
@@ -179,9 +263,25 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Vec<Feature>, Interrupted> {
+        self.features_as(Version::V1, text, go_on)
+    }
+
+    /// [`Self::features`] under the given definition: under version 2 the
+    /// tokens are those of the folded text, `idf` is [`V2_OOV_IDF`] for a
+    /// token not in the table, and `weight` is `min(tf, 3) * idf`.
+    pub fn features_as(
+        &self,
+        version: Version,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Vec<Feature>, Interrupted> {
+        let text = match version {
+            Version::V1 => std::borrow::Cow::Borrowed(text),
+            Version::V2 => self.fold.text(text),
+        };
         let mut index = std::collections::HashMap::<String, usize>::new();
         let mut out: Vec<Feature> = Vec::new();
-        self.for_each_token(text, go_on, |token| match index.get(token) {
+        self.for_each_token(&text, go_on, |token| match index.get(token) {
             Some(&i) => out[i].tf += 1,
             None => {
                 index.insert(token.to_owned(), out.len());
@@ -189,14 +289,18 @@ impl Fingerprinter {
                 out.push(Feature {
                     token: token.to_owned(),
                     tf: 1,
-                    idf: self.idf.idf(hash),
+                    idf: from_fixed(self.weight(version, hash)),
                     weight: 0.0,
                     hash,
                 });
             }
         })?;
+        let cap = match version {
+            Version::V1 => u64::MAX,
+            Version::V2 => V2_TF_CAP,
+        };
         for f in &mut out {
-            f.weight = from_fixed(self.idf.weight(f.hash)) * f.tf as f64;
+            f.weight = from_fixed(self.weight(version, f.hash)) * f.tf.min(cap) as f64;
         }
         Ok(out)
     }
@@ -290,6 +394,68 @@ mod tests {
         );
         assert!(hamming(a, b) <= 6, "edited copy at {}", hamming(a, b));
         assert!(hamming(a, c) > 12, "unrelated text at {}", hamming(a, c));
+    }
+
+    #[test]
+    fn version_2_folds_traditional_characters() {
+        let trad = "臺灣銀行今天宣佈，將調整對外匯率。";
+        let simp = "台湾银行今天宣布，将调整对外汇率。";
+        let (t1, s1) = (shared().fingerprint(trad), shared().fingerprint(simp));
+        assert_ne!(t1, s1);
+        assert_eq!(
+            shared().fingerprint_as(Version::V2, trad),
+            shared().fingerprint_as(Version::V2, simp)
+        );
+        // Folding happens before segmentation: the tokens are the same.
+        let words = |t| -> Vec<String> {
+            shared()
+                .features_as(Version::V2, t, || true)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.token)
+                .collect()
+        };
+        assert_eq!(words(trad), words(simp));
+    }
+
+    #[test]
+    fn version_2_caps_term_frequency_at_3() {
+        let rest = "中国人民银行今天宣布下调存款准备金率";
+        let three = format!("{rest} 利率 利率 利率");
+        let ten = format!("{rest}{}", " 利率".repeat(10));
+        assert_eq!(
+            shared().fingerprint_as(Version::V2, &three),
+            shared().fingerprint_as(Version::V2, &ten)
+        );
+        assert_ne!(shared().fingerprint(&three), shared().fingerprint(&ten));
+        let f = shared().features_as(Version::V2, &ten, || true).unwrap();
+        let lilv = f.iter().find(|f| f.token == "利率").unwrap();
+        assert_eq!(lilv.tf, 10);
+        assert!((lilv.weight - 3.0 * lilv.idf).abs() < 1e-9);
+    }
+
+    #[test]
+    fn version_2_gives_unknown_tokens_idf_4() {
+        let f = shared()
+            .features_as(Version::V2, "银行 zyxwvq 银行", || true)
+            .unwrap();
+        let unknown = f.iter().find(|f| f.token == "zyxwvq").unwrap();
+        assert_eq!(unknown.idf, V2_OOV_IDF);
+        let known = f.iter().find(|f| f.token == "银行").unwrap();
+        assert!((known.idf - shared().idf_table().idf(known.hash)).abs() < 1e-12);
+        let v1 = shared().features("zyxwvq", || true).unwrap();
+        assert!((v1[0].idf - shared().idf_table().median()).abs() < 1e-5);
+    }
+
+    #[test]
+    fn version_2_fingerprint_is_the_weighted_sum_of_its_features() {
+        let text = "國務院 今天 今天 今天 今天 会见 iPhone iPhone 2024年 客人";
+        let feats = shared().features_as(Version::V2, text, || true).unwrap();
+        let mut acc = Accumulator::new();
+        for f in &feats {
+            acc.add(f.hash, crate::idf::to_fixed(f.weight));
+        }
+        assert_eq!(acc.finish(), shared().fingerprint_as(Version::V2, text));
     }
 
     #[test]

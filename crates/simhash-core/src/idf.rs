@@ -27,7 +27,10 @@ pub const WEIGHT_FRACTION_BITS: u32 = 16;
 
 /// A `u64` key that is already a good hash (xxh3) needs no more hashing.
 #[derive(Default)]
-struct PassThrough(u64);
+pub(crate) struct PassThrough(u64);
+
+/// A map keyed by xxh3 hashes.
+pub(crate) type HashKeyed<V> = HashMap<u64, V, BuildHasherDefault<PassThrough>>;
 
 impl Hasher for PassThrough {
     fn finish(&self) -> u64 {
@@ -105,6 +108,13 @@ impl IdfTable {
             .get(&hash)
             .copied()
             .unwrap_or(self.median_weight)
+    }
+
+    /// The fixed-point weight of the word with `hash`, when the table has
+    /// the word.
+    #[inline]
+    pub fn get(&self, hash: u64) -> Option<i64> {
+        self.by_hash.get(&hash).copied()
     }
 
     /// The IDF of the word with `hash` as the fingerprint uses it: the

@@ -20,6 +20,7 @@ pub mod accumulate;
 pub mod cluster;
 pub mod distance;
 pub mod fingerprint;
+pub mod fold;
 pub mod hex;
 pub mod idf;
 pub mod probe;
@@ -29,4 +30,4 @@ pub mod text;
 mod testutil;
 
 pub use distance::{band, hamming, BANDS, BAND_BITS};
-pub use fingerprint::{Feature, Fingerprinter};
+pub use fingerprint::{Feature, Fingerprinter, Version};

@@ -9,7 +9,7 @@
 //!
 //! The same vectors are checked through SQL in `test/sql/fingerprint.sql`.
 
-use simhash_core::{hex, Fingerprinter};
+use simhash_core::{hex, Fingerprinter, Version};
 
 const GOLDEN: &[(&str, Option<&str>)] = &[
     // Chinese news prose.
@@ -41,6 +41,37 @@ const GOLDEN: &[(&str, Option<&str>)] = &[
     ("  ，。！？  ", None),
 ];
 
+/// Definition version 2 (extension 0.2's `simhash(text)`). Produced by
+/// `Fingerprinter::fingerprint_as(Version::V2, text)` when version 2 was
+/// made, and checked through SQL in `test/sql/fingerprint.sql`. Where
+/// version 2 equals version 1 the text has no traditional character, no
+/// token outside the IDF table that sits beside one inside it, and no
+/// token more than 3 times.
+const GOLDEN_V2: &[(&str, Option<&str>)] = &[
+    ("中华人民共和国成立于1949年，首都是北京。", Some("6525bdafa24fcfa4")),
+    // Traditional characters fold to the simplified text's fingerprint
+    // (version 1: 0abf2aacd6033066 and 2e113c25dcd67d46).
+    (
+        "國務院總理李鵬今天在人民大會堂會見了來訪的日本客人，雙方就進一步發展中日兩國的經貿合作交換了意見。",
+        Some("2e113c25dcd67d46"),
+    ),
+    (
+        "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。",
+        Some("2e113c25dcd67d46"),
+    ),
+    // Only unknown tokens, each once: every weight is the same in both.
+    ("The quick brown fox jumps over the lazy dog.", Some("8212868318d29267")),
+    (
+        "苹果公司发布了新款iPhone 15 Pro，售价7999元起。Apple says it ships in September.",
+        Some("e306651a62d2d9b0"),
+    ),
+    ("ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ：１２３４５", Some("0540988960284611")),
+    ("我", Some("7931193e731884c4")),
+    ("a", Some("e6c632b61e964e1f")),
+    ("", None),
+    ("  ，。！？  ", None),
+];
+
 fn fingerprinter() -> &'static Fingerprinter {
     static FP: std::sync::OnceLock<Fingerprinter> = std::sync::OnceLock::new();
     FP.get_or_init(Fingerprinter::new)
@@ -64,6 +95,35 @@ fn golden_vectors_hold() {
         "fingerprints changed:\n{}",
         wrong.join("\n")
     );
+}
+
+#[test]
+fn golden_vectors_of_version_2_hold() {
+    let mut wrong = Vec::new();
+    for (text, want) in GOLDEN_V2 {
+        let got = fingerprinter()
+            .fingerprint_as(Version::V2, text)
+            .map(hex::format);
+        if got.as_deref() != *want {
+            wrong.push(format!("{text:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "version 2 fingerprints changed:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn version_1_is_the_default_and_unchanged_by_version_2() {
+    for (text, want) in GOLDEN {
+        let got = fingerprinter()
+            .fingerprint_as(Version::V1, text)
+            .map(hex::format);
+        assert_eq!(got.as_deref(), *want, "{text:?}");
+    }
+    assert_eq!(Version::default(), Version::V1);
 }
 
 #[test]
