@@ -7,8 +7,11 @@
 //!
 //! * `segment`: `Jieba::new()` then `jieba.cut(text, true)` on each raw
 //!   text (precise mode, HMM on, as the extension cuts);
-//! * `fingerprint`: `Fingerprinter::fingerprint(text)` on each text, the
-//!   whole of what `simhash(text)` computes, without PostgreSQL.
+//! * `fingerprint`: `Fingerprinter::fingerprint_as(Version::V2, text)` on
+//!   each text, the whole of what `simhash(text)` computes, without
+//!   PostgreSQL;
+//! * `fingerprint_v1`: the same under definition version 1
+//!   (`simhash_v1(text)`), the baseline of version 2's extra steps.
 //!
 //! Only the passes over the texts are timed: loading the dictionaries and
 //! parsing the input are not.
@@ -42,7 +45,7 @@ use jieba_rs::Jieba;
 use serde::Deserialize;
 use simhash_core::accumulate::Accumulator;
 use simhash_core::text::{for_each_piece, is_han, MAX_PIECE_CHARS};
-use simhash_core::Fingerprinter;
+use simhash_core::{Fingerprinter, Version};
 
 #[derive(Deserialize)]
 struct Doc {
@@ -211,10 +214,17 @@ fn run() -> Result<(), String> {
     // `throughput.sh` checks against what SQL computes.
     let fingerprint = |found: &mut (usize, u64)| {
         for text in &texts {
-            if let Some(fp) = black_box(fingerprinter.fingerprint(black_box(text))) {
+            if let Some(fp) = black_box(fingerprinter.fingerprint_as(Version::V2, black_box(text)))
+            {
                 found.0 += 1;
                 found.1 ^= fp;
             }
+        }
+    };
+    let fingerprint_v1 = |n: &mut usize| {
+        for text in &texts {
+            *n += black_box(fingerprinter.fingerprint_as(Version::V1, black_box(text))).is_some()
+                as usize;
         }
     };
     // Step 1 alone: NFKC, lower case, the split into pieces.
@@ -301,6 +311,7 @@ fn run() -> Result<(), String> {
     let warm = texts.len().min(200);
     for text in &texts[..warm] {
         black_box(jieba.cut(text, true));
+        black_box(fingerprinter.fingerprint_as(Version::V2, text));
         black_box(fingerprinter.fingerprint(text));
     }
 
@@ -311,6 +322,10 @@ fn run() -> Result<(), String> {
         },
         Measure {
             key: "fingerprint",
+            seconds: Vec::new(),
+        },
+        Measure {
+            key: "fingerprint_v1",
             seconds: Vec::new(),
         },
     ];
@@ -344,6 +359,7 @@ fn run() -> Result<(), String> {
             let s = match m.key {
                 "segment" => time(|| segment(&mut seg_tokens)),
                 "fingerprint" => time(|| fingerprint(&mut fingerprints)),
+                "fingerprint_v1" => time(|| fingerprint_v1(&mut sink)),
                 "normalize" => time(|| normalize(&mut sink)),
                 "tokens" => time(|| tokens_only(&mut sink)),
                 "segment_pieces" => time(|| segment_pieces(&mut sink)),
