@@ -28,6 +28,10 @@
 //!   out) is a feature too, weighing the mean of its two tokens' weights.
 //! * `--charmap FILE`: `from to` lines of single characters, applied to the
 //!   text before anything else (a traditional-to-simplified table, say).
+//!   Version 2 folds after NFKC instead, so `--charmap` with its table
+//!   differs from it only on the few hundred compatibility ideographs,
+//!   Kangxi radicals and enclosed ideographs that NFKC turns into
+//!   traditional characters.
 //!
 //! ```text
 //! zcat texts.jsonl.gz | fingerprint-lines [OPTIONS] > fingerprints.txt

@@ -11,13 +11,36 @@
 //! things, each chosen on the detection-quality yardstick
 //! (`bench/quality`):
 //!
-//! * before normalizing, traditional Chinese characters are folded to
-//!   simplified ones, one to one ([`crate::fold`]);
+//! * after NFKC and the lower case, each traditional Chinese character
+//!   is folded to its simplified form, one character to one
+//!   ([`crate::fold`], [`crate::text::for_each_piece_mapped`]), before
+//!   the text is cut into pieces and tokens;
 //! * a token not in the IDF table weighs [`V2_OOV_IDF`] instead of the
 //!   table's median (11.95, which made every unknown name, number and
 //!   English word weigh as much as a rare Chinese word);
 //! * a token counts at most [`V2_TF_CAP`] times: `min(tf, 3) * idf`, so
 //!   that a repeated word cannot decide the bits on its own.
+//!
+//! Version 2 in full, step by step:
+//!
+//! 1. NFKC, then each character to its lower case (as version 1);
+//! 2. each character listed in `data/t2s.txt` (4,105 traditional
+//!    characters) replaced by its simplified form, in one pass (a
+//!    replacement is not looked up again);
+//! 3. pieces and tokens as version 1 (runs of word characters cut every
+//!    512 characters; jieba for pieces with a Han character, one token
+//!    for any other piece);
+//! 4. per distinct token: hash = xxh3-64 of its UTF-8 bytes; `tf` = its
+//!    number of occurrences (tokens are told apart by hash); weight =
+//!    `min(tf, 3) * round(idf * 65536)`, with idf the token's value in
+//!    jieba's `idf.txt`, or 4.0 for a token not in it;
+//! 5. accumulate and sign as version 1: 64 signed counters, bit `i` is 1
+//!    when counter `i` is above zero; no token gives no fingerprint.
+//!
+//! [`Fingerprinter::fingerprint_as`], [`Fingerprinter::features_as`] and
+//! [`Fingerprinter::for_each_token_as`] take the version; one
+//! [`Fingerprinter`] serves both (the jieba dictionary, the IDF table and
+//! the fold table are built once). The methods without `_as` are version 1.
 
 use jieba_rs::Jieba;
 use xxhash_rust::xxh3::xxh3_64;
@@ -25,7 +48,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::accumulate::Accumulator;
 use crate::fold::Fold;
 use crate::idf::{from_fixed, to_fixed, IdfTable};
-use crate::text::{for_each_piece, Piece, MAX_PIECE_CHARS};
+use crate::text::{for_each_piece_mapped, Piece, MAX_PIECE_CHARS};
 
 /// How many bytes of Han pieces go to jieba in one call.
 pub const HAN_BATCH_BYTES: usize = 4096;
@@ -78,10 +101,12 @@ pub struct Feature {
     pub token: String,
     /// How many times it occurs.
     pub tf: u64,
-    /// Its IDF as the fingerprint uses it: the table's value (the median
-    /// when the word is not in the table) to the nearest 2^-16.
+    /// Its IDF as the fingerprint uses it: the table's value to the nearest
+    /// 2^-16; for a word not in the table, the table's median (version 1)
+    /// or [`V2_OOV_IDF`] (version 2).
     pub idf: f64,
-    /// `tf * idf`, as the fixed-point sum the fingerprint really adds.
+    /// What the fingerprint adds for this token: `tf * idf` (version 1),
+    /// `min(tf, 3) * idf` (version 2), as the fixed-point sum.
     pub weight: f64,
     /// xxh3-64 of the token's UTF-8 bytes.
     pub hash: u64,
@@ -125,6 +150,32 @@ impl Fingerprinter {
     pub fn for_each_token(
         &self,
         text: &str,
+        go_on: impl FnMut() -> bool,
+        emit: impl FnMut(&str),
+    ) -> Result<(), Interrupted> {
+        self.for_each_token_as(Version::V1, text, go_on, emit)
+    }
+
+    /// [`Self::for_each_token`] under the given definition: under version
+    /// 2 the tokens are those of the folded text.
+    pub fn for_each_token_as(
+        &self,
+        version: Version,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+        emit: impl FnMut(&str),
+    ) -> Result<(), Interrupted> {
+        // Two instances, so that version 1 pays nothing for the map.
+        match version {
+            Version::V1 => self.tokens_mapped(text, |c| c, go_on, emit),
+            Version::V2 => self.tokens_mapped(text, |c| self.fold.char(c), go_on, emit),
+        }
+    }
+
+    fn tokens_mapped(
+        &self,
+        text: &str,
+        map: impl Fn(char) -> char,
         mut go_on: impl FnMut() -> bool,
         mut emit: impl FnMut(&str),
     ) -> Result<(), Interrupted> {
@@ -137,7 +188,7 @@ impl Fingerprinter {
             }
             batch.clear();
         };
-        let finished = for_each_piece(text, |piece: Piece<'_>| {
+        let finished = for_each_piece_mapped(text, map, |piece: Piece<'_>| {
             if piece.has_han {
                 if !batch.is_empty() {
                     batch.push('\n');
@@ -228,9 +279,10 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Option<u64>, Interrupted> {
-        let text = self.fold.text(text);
         let mut hashes: Vec<u64> = Vec::new();
-        self.for_each_token(&text, go_on, |token| hashes.push(xxh3_64(token.as_bytes())))?;
+        self.for_each_token_as(Version::V2, text, go_on, |token| {
+            hashes.push(xxh3_64(token.as_bytes()))
+        })?;
         // Equal hashes side by side: one lookup and one add per distinct
         // feature (a sort of a few hundred values costs less than a hash
         // map, and integer sums do not depend on the order).
@@ -290,13 +342,9 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Vec<Feature>, Interrupted> {
-        let text = match version {
-            Version::V1 => std::borrow::Cow::Borrowed(text),
-            Version::V2 => self.fold.text(text),
-        };
         let mut index = std::collections::HashMap::<String, usize>::new();
         let mut out: Vec<Feature> = Vec::new();
-        self.for_each_token(&text, go_on, |token| match index.get(token) {
+        self.for_each_token_as(version, text, go_on, |token| match index.get(token) {
             Some(&i) => out[i].tf += 1,
             None => {
                 index.insert(token.to_owned(), out.len());
@@ -431,6 +479,25 @@ mod tests {
                 .collect()
         };
         assert_eq!(words(trad), words(simp));
+    }
+
+    #[test]
+    fn version_2_folds_what_nfkc_makes_traditional() {
+        // U+2F9E is the Kangxi radical 車 and U+F902 a compatibility
+        // ideograph for it: NFKC gives the traditional 車, which version 2
+        // then folds to 车 (the fold comes after NFKC).
+        let simp = "北京火车站今天开通了新的车道";
+        for odd in [
+            "北京火\u{2F9E}站今天开通了新的\u{F902}道",
+            "北京火車站今天開通了新的車道",
+        ] {
+            assert_eq!(
+                shared().fingerprint_as(Version::V2, odd),
+                shared().fingerprint_as(Version::V2, simp),
+                "{odd:?}"
+            );
+            assert_ne!(shared().fingerprint(odd), shared().fingerprint(simp));
+        }
     }
 
     #[test]

@@ -1,11 +1,19 @@
 //! Traditional to simplified Chinese folding, one character to one
-//! (fingerprint definition version 2, step 2a).
+//! (fingerprint definition version 2).
 //!
 //! The table is `data/t2s.txt`: 4,105 `traditional simplified` lines, the
 //! single-character entries of OpenCC's `TSCharacters.txt` (Apache License
-//! 2.0), first candidate of each. Each character of the text is looked up
-//! once (a character the table maps to is not looked up again), so folding
-//! is one pass, and text without any listed character is not copied.
+//! 2.0), first candidate of each; its header says where it came from and
+//! how to regenerate it. Lines starting with `#` are comments.
+//!
+//! The fingerprint folds each word character after NFKC and the lower case
+//! ([`crate::text::for_each_piece_mapped`]), so a traditional character
+//! that NFKC produces (from one of the compatibility ideographs, Kangxi
+//! radicals or enclosed ideographs) is folded too. Each character is looked
+//! up once (a character the table maps to is not looked up again).
+//! Every source and every target of the table is a word character, so
+//! folding only word characters is the same as folding the whole
+//! normalized text.
 
 use std::borrow::Cow;
 
@@ -115,7 +123,8 @@ impl Fold {
     }
 
     /// `text` with every listed character folded; borrowed when nothing
-    /// changes.
+    /// changes. (The fingerprint does not use this: it folds after NFKC,
+    /// character by character, see [`crate::text::for_each_piece_mapped`].)
     pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let Some((at, _)) = text.char_indices().find(|&(_, c)| self.char(c) != c) else {
             return Cow::Borrowed(text);
@@ -167,6 +176,21 @@ mod tests {
         }
         assert_eq!(f.char('a'), 'a');
         assert_eq!(f.char('\u{10FFFF}'), '\u{10FFFF}');
+    }
+
+    #[test]
+    fn every_entry_is_a_word_character_nfkc_leaves_alone() {
+        // What lets the fingerprint fold word characters only, after NFKC:
+        // folding cannot make or break a piece, and NFKC would not change
+        // a folded character back.
+        use unicode_normalization::UnicodeNormalization;
+        for line in T2S_TXT.lines().filter(|l| !l.starts_with('#')) {
+            for c in line.chars().filter(|c| !c.is_whitespace()) {
+                assert!(c.is_alphanumeric(), "{line}");
+                assert_eq!(c.to_string().nfkc().collect::<String>(), c.to_string());
+                assert_eq!(c.to_lowercase().collect::<String>(), c.to_string());
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,10 @@
 //! piece.
 //!
 //! The whole pass streams: nothing the size of the input is allocated.
+//!
+//! Definition version 2 adds one step after the lower case: each word
+//! character is mapped to another one (its simplified form, see
+//! [`crate::fold`]) before it joins a piece; [`for_each_piece_mapped`].
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -46,14 +50,16 @@ pub struct Piece<'a> {
 }
 
 /// Collects word characters into pieces and hands them on.
-struct Pieces<F> {
+struct Pieces<F, M> {
     buf: String,
     chars: usize,
     has_han: bool,
     emit: F,
+    /// Applied to each word character, after NFKC and the lower case.
+    map: M,
 }
 
-impl<F: FnMut(Piece<'_>) -> bool> Pieces<F> {
+impl<F: FnMut(Piece<'_>) -> bool, M: Fn(char) -> char> Pieces<F, M> {
     /// Ends the current piece; `false` when `emit` said stop.
     #[inline]
     fn flush(&mut self) -> bool {
@@ -70,10 +76,13 @@ impl<F: FnMut(Piece<'_>) -> bool> Pieces<F> {
         go_on
     }
 
-    /// Adds a normalized, lower-cased word character.
+    /// Adds a normalized, lower-cased word character (`han`: whether it
+    /// is Han), mapped by `map`.
     #[inline]
     fn word(&mut self, c: char, han: bool) -> bool {
-        self.buf.push(c);
+        let m = (self.map)(c);
+        let han = if m == c { han } else { is_han(m) };
+        self.buf.push(m);
         self.chars += 1;
         self.has_han |= han;
         self.chars < MAX_PIECE_CHARS || self.flush()
@@ -119,11 +128,32 @@ fn is_fast(c: char) -> bool {
 /// normalizing the whole text first (`tests::matches_the_plain_definition`),
 /// about four times faster on Chinese news.
 pub fn for_each_piece(text: &str, emit: impl FnMut(Piece<'_>) -> bool) -> bool {
+    for_each_piece_mapped(text, |c| c, emit)
+}
+
+/// [`for_each_piece`] with `map` applied to every word character after NFKC
+/// and the lower case, before it joins a piece (and before the piece is
+/// known to hold Han or not): definition version 2 folds traditional
+/// characters this way, so that a traditional character NFKC makes (from a
+/// compatibility ideograph or a Kangxi radical) is folded too, and the fast
+/// path, which skips NFKC, still maps.
+///
+/// This is the same as mapping every character of the normalized text as
+/// long as `map` takes word characters to word characters and leaves the
+/// others alone (true of the shipped fold table, which is all Han; tested
+/// in [`crate::fold`]). Each character is mapped once: what `map` returns
+/// is not mapped again.
+pub fn for_each_piece_mapped(
+    text: &str,
+    map: impl Fn(char) -> char,
+    emit: impl FnMut(Piece<'_>) -> bool,
+) -> bool {
     let mut out = Pieces {
         buf: String::with_capacity(MAX_PIECE_CHARS * 4),
         chars: 0,
         has_han: false,
         emit,
+        map,
     };
     let mut slow_from: Option<usize> = None;
     let mut chars = text.char_indices().peekable();
@@ -171,6 +201,11 @@ mod tests {
     /// The definition, written plainly: NFKC over the whole text, lower
     /// case, then runs of word characters cut every MAX_PIECE_CHARS.
     fn reference(text: &str) -> Vec<(String, bool)> {
+        reference_mapped(text, |c| c)
+    }
+
+    /// The same with a character map after the lower case (version 2).
+    fn reference_mapped(text: &str, map: impl Fn(char) -> char) -> Vec<(String, bool)> {
         let mut out = Vec::new();
         let mut buf = String::new();
         let mut n = 0;
@@ -182,7 +217,7 @@ mod tests {
             *n = 0;
             *han = false;
         };
-        for c in text.nfkc().flat_map(char::to_lowercase) {
+        for c in text.nfkc().flat_map(char::to_lowercase).map(map) {
             if c.is_alphanumeric() {
                 buf.push(c);
                 n += 1;
@@ -249,6 +284,66 @@ mod tests {
             true
         });
         out
+    }
+
+    fn pieces_folded(text: &str) -> Vec<(String, bool)> {
+        let fold = crate::fold::Fold::t2s();
+        let mut out = Vec::new();
+        for_each_piece_mapped(
+            text,
+            |c| fold.char(c),
+            |p| {
+                out.push((p.text.to_owned(), p.has_han));
+                true
+            },
+        );
+        out
+    }
+
+    #[test]
+    fn folding_matches_the_plain_definition_on_the_fast_and_slow_paths() {
+        let fold = crate::fold::Fold::t2s();
+        let reference = |t: &str| reference_mapped(t, |c| fold.char(c));
+        // Traditional characters on the fast path (pure Han, Han beside
+        // ASCII) and on the slow one (beside combining marks, full-width
+        // forms); compatibility ideographs and Kangxi radicals that NFKC
+        // turns into traditional characters; a fold into CJK Extension G
+        // (not Han to `is_han`: the piece is then not segmented).
+        let cases = [
+            "國務院總理",
+            "abc國def",
+            "國\u{301}語",
+            "ＡＢＣ國語１２３",
+            "\u{F901}\u{F902} \u{2FA8}\u{2F9F}",
+            "\u{3236}",
+            "繐",
+        ];
+        for t in cases {
+            assert_eq!(pieces_folded(t), reference(t), "{t:?}");
+        }
+        assert_eq!(pieces_folded("國語"), pieces("国语"));
+        // U+F902 is a compatibility ideograph NFKC maps to U+8ECA 車,
+        // which folds to 车; U+2FA8 is the Kangxi radical 門 (门).
+        assert_eq!(pieces_folded("\u{F902}"), vec![("车".into(), true)]);
+        assert_eq!(pieces_folded("\u{2FA8}"), vec![("门".into(), true)]);
+        assert_eq!(pieces_folded("繐"), vec![("\u{30B38}".into(), false)]);
+        let pool: Vec<char> =
+            "aZ9 ,.中文國語車門\u{301}\u{F902}\u{2FA8}\u{2F9F}ＡＢ１，。\u{3000}Σς繐😀"
+                .chars()
+                .collect();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            let len = (state % 12) as usize;
+            let t: String = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    pool[(state % pool.len() as u64) as usize]
+                })
+                .collect();
+            assert_eq!(pieces_folded(&t), reference(&t), "{t:?}");
+        }
     }
 
     #[test]
