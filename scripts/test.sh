@@ -31,7 +31,7 @@ log "SQL regression tests"
 "$ROOT/scripts/regress.sh"
 log "concurrent ingest through the near-unique trigger"
 "$ROOT/test/concurrency.sh"
-log "upgrade from 0.1.0"
+log "upgrades from 0.1.0 and 0.2.0"
 "$ROOT/test/upgrade.sh"
 "$ROOT/scripts/cluster.sh" stop
 log "all tests passed"

@@ -146,19 +146,26 @@ CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
 ---------------------------------------------------------------------------
 
 -- The fingerprint of a text; NULL when it has no features (empty, or only
--- white space, punctuation and symbols). Definition version 2, in the
+-- white space, punctuation and symbols). Definition version 3, in the
 -- README. The C symbol names the version: a symbol never changes what it
 -- computes, so an older install keeps its fingerprints under a newer
 -- library.
 CREATE FUNCTION simhash(text) RETURNS simhash64
-    AS 'MODULE_PATHNAME', 'simhash_v2_text_wrapper'
+    AS 'MODULE_PATHNAME', 'simhash_v3_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
 
 COMMENT ON FUNCTION simhash(text) IS
-    'SimHash fingerprint, definition version 2: traditional-to-simplified folding, NFKC, lower case, jieba tokens, IDF weights (4 for unknown tokens), tf capped at 3, xxh3-64 features';
+    'SimHash fingerprint, definition version 3: NFKC, lower case, traditional-to-simplified folding; Han characters and the character trigrams of other words, each weighed by its count above chance; xxh3-64 features';
 
--- Definition version 1 (extension 0.1's simhash), for fingerprints stored
--- before the upgrade and for comparing with them.
+-- Definition version 2 (extension 0.2's simhash) and version 1 (0.1's),
+-- for fingerprints stored before an upgrade and for comparing with them.
+CREATE FUNCTION simhash_v2(text) RETURNS simhash64
+    AS 'MODULE_PATHNAME', 'simhash_v2_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+COMMENT ON FUNCTION simhash_v2(text) IS
+    'SimHash fingerprint, definition version 2 (extension 0.2): traditional-to-simplified folding, NFKC, lower case, jieba tokens, IDF weights (4 for unknown tokens), tf capped at 3, xxh3-64 features';
+
 CREATE FUNCTION simhash_v1(text) RETURNS simhash64
     AS 'MODULE_PATHNAME', 'simhash_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
@@ -166,8 +173,17 @@ CREATE FUNCTION simhash_v1(text) RETURNS simhash64
 COMMENT ON FUNCTION simhash_v1(text) IS
     'SimHash fingerprint, definition version 1 (extension 0.1): NFKC, lower case, jieba tokens, IDF weights, xxh3-64 features';
 
--- Why two texts are close: each distinct token with what it adds.
+-- Why two texts are close: each distinct feature with what it adds. Under
+-- version 3 a token is a Han character or a trigram such as ^th or ion,
+-- idf is its self-information, and weight can be negative (a feature the
+-- text holds less often than chance would give it).
 CREATE FUNCTION simhash_features(text)
+    RETURNS TABLE (token text, tf bigint, idf double precision,
+                   weight double precision, hash simhash64)
+    AS 'MODULE_PATHNAME', 'simhash_features_v3_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000 ROWS 100;
+
+CREATE FUNCTION simhash_features_v2(text)
     RETURNS TABLE (token text, tf bigint, idf double precision,
                    weight double precision, hash simhash64)
     AS 'MODULE_PATHNAME', 'simhash_features_v2_text_wrapper'

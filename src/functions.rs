@@ -61,10 +61,17 @@ fn simhash_text(text: &[u8]) -> Option<i64> {
     fingerprint(Version::V1, text)
 }
 
-/// `simhash(text)` from extension 0.2 on: definition version 2.
+/// `simhash(text)` of extension 0.2, `simhash_v2(text)` from 0.3 on:
+/// definition version 2.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_v2_text(text: &[u8]) -> Option<i64> {
     fingerprint(Version::V2, text)
+}
+
+/// `simhash(text)` from extension 0.3 on: definition version 3.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_v3_text(text: &[u8]) -> Option<i64> {
+    fingerprint(Version::V3, text)
 }
 
 fn features(version: Version, text: &[u8]) -> TableIterator<'static, (String, i64, f64, f64, i64)> {
@@ -100,7 +107,8 @@ fn simhash_features_text(
     features(Version::V1, text)
 }
 
-/// `simhash_features(text)` from 0.2 on: definition version 2.
+/// `simhash_features(text)` of 0.2, `simhash_features_v2(text)` from 0.3:
+/// definition version 2.
 #[allow(clippy::type_complexity)]
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_features_v2_text(
@@ -116,6 +124,25 @@ fn simhash_features_v2_text(
     ),
 > {
     features(Version::V2, text)
+}
+
+/// `simhash_features(text)` from 0.3 on: definition version 3, one row
+/// per distinct feature (a Han character or a trigram).
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_features_v3_text(
+    text: &[u8],
+) -> TableIterator<
+    'static,
+    (
+        name!(token, String),
+        name!(tf, i64),
+        name!(idf, f64),
+        name!(weight, f64),
+        name!(hash, i64),
+    ),
+> {
+    features(Version::V3, text)
 }
 
 /// `hamming(a, b)` and `a <~> b`: the number of differing bits.

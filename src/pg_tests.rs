@@ -30,7 +30,8 @@ mod tests {
         let core = simhash_core::Fingerprinter::new();
         for text in TEXTS {
             for (function, version) in [
-                ("simhash", simhash_core::Version::V2),
+                ("simhash", simhash_core::Version::V3),
+                ("simhash_v2", simhash_core::Version::V2),
                 ("simhash_v1", simhash_core::Version::V1),
             ] {
                 let sql = Spi::get_one_with_args::<i64>(

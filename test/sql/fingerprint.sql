@@ -1,8 +1,9 @@
 -- simhash(text) and simhash_features(text).
 
 -- The golden vectors of crates/simhash-core/tests/golden.rs, through SQL:
--- simhash() is definition version 2, simhash_v1() version 1.
-SELECT n, simhash(t) AS v2, simhash_v1(t) AS v1 FROM (VALUES
+-- simhash() is definition version 3, simhash_v2() version 2, simhash_v1()
+-- version 1.
+SELECT n, simhash(t) AS v3, simhash_v2(t) AS v2, simhash_v1(t) AS v1 FROM (VALUES
     (1, '中华人民共和国成立于1949年，首都是北京。'),
     (2, '国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。'),
     (3, 'The quick brown fox jumps over the lazy dog.'),
@@ -16,6 +17,11 @@ SELECT n, simhash(t) AS v2, simhash_v1(t) AS v1 FROM (VALUES
 ORDER BY n;
 SELECT simhash(repeat('北京天气晴朗', 200)) AS han_run,
        simhash(repeat('abc', 300) || ' tail') AS latin_run;
+SELECT simhash_v2(repeat('北京天气晴朗', 200)) AS han_run_v2,
+       simhash_v1(repeat('abc', 300) || ' tail') AS latin_run_v1;
+-- Version 3 on a long text, whose common characters are expected by chance.
+SELECT simhash(repeat('国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。', 30)
+               || repeat('The quick brown fox jumps over the lazy dog. ', 20)) AS long_v3;
 
 -- NULL in, NULL out; no features, no fingerprint.
 SELECT simhash(NULL) IS NULL AS null_in,
@@ -39,21 +45,31 @@ FROM (VALUES (
     '昨天下午，北京市民在天安门广场参加了迎新年长跑活动，数千名运动员和群众冒着严寒跑完全程。活动由北京市体育局主办，旨在推动全民健身运动的开展，增强人民体质。'
 )) AS v(a, b, c);
 
--- Why: each distinct token with tf, idf, weight and hash.
+-- Why: each distinct feature with tf, idf (its self-information), weight
+-- and hash: Han characters, and the trigrams of other words.
 SELECT * FROM simhash_features('今天北京天气很好，我们去公园散步。今天 Beijing！');
+-- Version 2's tokens, for comparison.
+SELECT * FROM simhash_features_v2('今天北京天气很好，我们去公园散步。今天 Beijing！');
 SELECT count(*) FROM simhash_features('');
 SELECT count(*) FROM simhash_features(NULL);
--- A one-token text's fingerprint is that token's hash.
-SELECT (SELECT hash FROM simhash_features('新闻')) = simhash('新闻') AS one_token;
+-- A one-feature text's fingerprint is that feature's hash.
+SELECT (SELECT hash FROM simhash_features('新')) = simhash('新') AS one_feature,
+       (SELECT hash FROM simhash_features_v2('新闻')) = simhash_v2('新闻') AS one_token_v2;
 -- Version 2 against version 1: unknown tokens weigh 4 instead of the
 -- median, tf counts at most 3 times, traditional characters fold.
 SELECT v.token, v.tf, v.idf, v.weight, o.idf AS v1_idf, o.weight AS v1_weight
-FROM simhash_features('銀行 银行 银行 银行 银行 zyxwvq') v
+FROM simhash_features_v2('銀行 银行 银行 银行 银行 zyxwvq') v
 JOIN simhash_features_v1('銀行 银行 银行 银行 银行 zyxwvq') o USING (hash);
+-- Version 3: the common 的 of a long text weighs nothing once chance gives
+-- it six times; the rare 鹏 keeps its six.
+SELECT token, tf, round(idf::numeric, 2) AS idf, round(weight::numeric, 2) AS weight
+FROM simhash_features(repeat('国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。', 200))
+WHERE token IN ('的', '鹏') ORDER BY token;
 SELECT count(*) FROM simhash_features_v1('銀行 银行');
 
 -- Properties a generated column and parallel queries rely on.
-SELECT provolatile, proisstrict, proparallel FROM pg_proc WHERE proname = 'simhash';
+SELECT proname, provolatile, proisstrict, proparallel FROM pg_proc
+WHERE proname IN ('simhash', 'simhash_v2', 'simhash_v1') ORDER BY proname;
 CREATE TABLE docs (id int PRIMARY KEY, body text,
                    fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 INSERT INTO docs (id, body) VALUES (1, '北京天气晴朗'), (2, ''), (3, NULL), (4, 'Beijing');
@@ -74,8 +90,11 @@ SELECT sum(hamming(simhash(body), '0000000000000000')) = :serial_sum AS parallel
 RESET ALL;
 DROP TABLE many;
 
--- Huge input: 100 MB fingerprints without trouble...
-SELECT simhash(repeat('北京天气晴朗，', 5000000)) = simhash('北京天气晴朗') AS hundred_mb;
+-- Huge input: 100 MB fingerprints without trouble (nothing in it is
+-- above chance, so it is weighed regardless of chance: not the 0 that every
+-- such text would share)...
+SELECT simhash(repeat('北京天气晴朗，', 5000000)) <> '0000000000000000' AS hundred_mb,
+       simhash_v2(repeat('北京天气晴朗，', 5000000)) = simhash_v2('北京天气晴朗') AS hundred_mb_v2;
 -- ...and a statement timeout cancels it promptly: 210 MB takes about 5 s
 -- to fingerprint, but stops within a second of the 300 ms timeout.
 SELECT clock_timestamp() AS t0 \gset

@@ -26,6 +26,12 @@
 //!   word occurrences of Chinese news weigh).
 //! * `--shingles`: each pair of adjacent tokens (after stop words are left
 //!   out) is a feature too, weighing the mean of its two tokens' weights.
+//! * `--v3-han-cap N`, `--v3-gram-cap N`, `--v3-han-power 0|1`,
+//!   `--v3-gram-power 0|1`, `--v3-chance on|off`: version 3 with one of
+//!   its settings changed (see `simhash_core::weights`): occurrences
+//!   counted at most, whether the self-information multiplies the weight,
+//!   whether what chance gives is subtracted. They combine with each other
+//!   only.
 //! * `--charmap FILE`: `from to` lines of single characters, applied to the
 //!   text before anything else (a traditional-to-simplified table, say).
 //!   Version 2 folds after NFKC instead, so `--charmap` with its table
@@ -44,7 +50,9 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 use simhash_core::accumulate::Accumulator;
+use simhash_core::fingerprint::V3Options;
 use simhash_core::idf::{to_fixed, IDF_TXT};
+use simhash_core::weights::Power;
 use simhash_core::{Fingerprinter, Version};
 
 #[derive(Deserialize)]
@@ -71,6 +79,8 @@ struct Weighting {
     oov_idf: Option<i64>,
     shingles: bool,
     charmap: HashMap<char, char>,
+    /// Version 3 with other settings (the `--v3-*` options).
+    v3: Option<V3Options>,
 }
 
 impl Weighting {
@@ -85,6 +95,11 @@ impl Weighting {
     }
 
     fn fingerprint(&self, fp: &Fingerprinter, text: &str) -> Option<u64> {
+        if let Some(opts) = &self.v3 {
+            return fp
+                .fingerprint_v3_with(opts, text, || true)
+                .expect("never interrupted");
+        }
         if self.is_version_1() {
             return fp.fingerprint_as(self.definition, text);
         }
@@ -192,8 +207,9 @@ fn pair_hash(a: u64, b: u64) -> u64 {
 }
 
 fn usage() -> String {
-    "usage: fingerprint-lines [--definition v1|v2] [--tf linear|log|once] [--tf-cap N] [--stopwords FILE] \
-     [--idf FILE] [--oov-idf X] [--shingles] [--charmap FILE] < texts.jsonl"
+    "usage: fingerprint-lines [--definition v1|v2|v3] [--tf linear|log|once] [--tf-cap N] [--stopwords FILE] \
+     [--idf FILE] [--oov-idf X] [--shingles] [--charmap FILE] \
+     [--v3-han-cap N] [--v3-gram-cap N] [--v3-han-power 0|1] [--v3-gram-power 0|1] [--v3-chance on|off] < texts.jsonl"
         .to_owned()
 }
 
@@ -256,6 +272,40 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Weighting, Strin
                 };
             }
             "--shingles" => w.shingles = true,
+            "--v3-han-cap" | "--v3-gram-cap" => {
+                let v = value()?;
+                let cap: u32 = match v.parse() {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format!("{arg} wants a positive number, not {v:?}")),
+                };
+                let o = w.v3.get_or_insert(V3Options::DEFINITION);
+                if arg == "--v3-han-cap" {
+                    o.han.cap = cap;
+                } else {
+                    o.gram.cap = cap;
+                }
+            }
+            "--v3-han-power" | "--v3-gram-power" => {
+                let power = match value()?.as_str() {
+                    "0" => Power::Zero,
+                    "1" => Power::One,
+                    other => return Err(format!("{arg} is 0 or 1, not {other:?}")),
+                };
+                let o = w.v3.get_or_insert(V3Options::DEFINITION);
+                if arg == "--v3-han-power" {
+                    o.han.power = power;
+                } else {
+                    o.gram.power = power;
+                }
+            }
+            "--v3-chance" => {
+                let chance = match value()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => return Err(format!("--v3-chance is on or off, not {other:?}")),
+                };
+                w.v3.get_or_insert(V3Options::DEFINITION).chance = chance;
+            }
             "--charmap" => {
                 let path = value()?;
                 for (i, line) in read(&path)?.lines().enumerate() {
@@ -278,14 +328,20 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Weighting, Strin
                 w.definition = match value()?.as_str() {
                     "v1" => Version::V1,
                     "v2" => Version::V2,
-                    other => return Err(format!("--definition is v1 or v2, not {other:?}")),
+                    "v3" => Version::V3,
+                    other => return Err(format!("--definition is v1, v2 or v3, not {other:?}")),
                 }
             }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
     }
-    if w.definition != Version::V1 && !w.is_version_1() {
+    if w.v3.is_some() && (w.definition == Version::V2 || !w.is_version_1()) {
+        return Err(
+            "the --v3-* options apply to version 3 and combine with no other option".into(),
+        );
+    }
+    if w.v3.is_none() && w.definition != Version::V1 && !w.is_version_1() {
         return Err(
             "the experiments apply to version 1: --definition v2 takes no other option".into(),
         );

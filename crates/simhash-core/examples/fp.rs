@@ -1,6 +1,6 @@
 //! Prints the fingerprint of each line of standard input:
-//! `cargo run -p simhash-core --example fp [v1|v2] < texts.txt`
-//! (definition version 1 unless `v2` is given).
+//! `cargo run -p simhash-core --example fp [v1|v2|v3] < texts.txt`
+//! (definition version 1 unless `v2` or `v3` is given).
 use std::io::BufRead;
 
 use simhash_core::Version;
@@ -9,8 +9,9 @@ fn main() {
     let version = match std::env::args().nth(1).as_deref() {
         None | Some("v1") => Version::V1,
         Some("v2") => Version::V2,
+        Some("v3") => Version::V3,
         Some(other) => {
-            eprintln!("usage: fp [v1|v2] < texts.txt (not {other:?})");
+            eprintln!("usage: fp [v1|v2|v3] < texts.txt (not {other:?})");
             std::process::exit(2);
         }
     };

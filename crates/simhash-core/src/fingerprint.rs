@@ -42,13 +42,23 @@
 //! [`Fingerprinter`] serves both (the jieba dictionary, the IDF table and
 //! the fold table are built once). The methods without `_as` are version 1.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
 use jieba_rs::Jieba;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::accumulate::Accumulator;
 use crate::fold::Fold;
-use crate::idf::{from_fixed, to_fixed, IdfTable};
-use crate::text::{for_each_piece_mapped, Piece, MAX_PIECE_CHARS};
+use crate::idf::{from_fixed, to_fixed, IdfTable, PassThrough};
+use crate::text::{for_each_piece_mapped, is_han, Piece, MAX_PIECE_CHARS};
+use crate::weights::{Power, SelfInfo, Weighing};
+
+/// Version 3's Han character table: `character self-information` lines.
+pub const HAN_WEIGHTS_TXT: &str = include_str!("../data/han_weights.txt");
+
+/// Version 3's trigram table: `trigram self-information` lines.
+pub const GRAM_WEIGHTS_TXT: &str = include_str!("../data/gram_weights.txt");
 
 /// How many bytes of Han pieces go to jieba in one call.
 pub const HAN_BATCH_BYTES: usize = 4096;
@@ -68,6 +78,10 @@ pub enum Version {
     /// Version 1 plus traditional-to-simplified folding, IDF
     /// [`V2_OOV_IDF`] for unknown tokens, and tf capped at [`V2_TF_CAP`].
     V2,
+    /// Version 2's normalization and folding, then characters instead of
+    /// words: each Han character is a feature, each other word gives its
+    /// character trigrams; weights by [`crate::weights`] (extension 0.3).
+    V3,
 }
 
 /// Version 2's IDF for a token that is not in the table.
@@ -75,6 +89,57 @@ pub const V2_OOV_IDF: f64 = 4.0;
 
 /// Version 2 counts a token at most this many times.
 pub const V2_TF_CAP: u64 = 3;
+
+/// Version 3: how Han characters are weighed: the self-information times
+/// the count above chance, counted up to 6 times. A character (5 to 17)
+/// outweighs a trigram (1), as a character says more than a Latin letter;
+/// scaling characters down to a quarter lost copies whose appended footer
+/// holds a URL or a date (zh short, footer: 49% -> 42% at k = 7).
+pub const V3_HAN: Weighing = Weighing {
+    scale: 1.0,
+    cap: 6,
+    power: Power::One,
+};
+
+/// Version 3: how the character trigrams of other words are weighed: the
+/// count above chance, counted up to 6 times, every trigram alike (the
+/// trigram table only says what chance gives: weighing by it let the
+/// rare trigrams that edits make up outweigh the real ones).
+pub const V3_GRAM: Weighing = Weighing {
+    scale: 1.0,
+    cap: 6,
+    power: Power::Zero,
+};
+
+/// The settings of version 3's weighing. [`V3Options::DEFINITION`] is the
+/// definition; anything else is an experiment
+/// ([`Fingerprinter::fingerprint_v3_with`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct V3Options {
+    /// How Han characters are weighed.
+    pub han: Weighing,
+    /// How trigrams are weighed.
+    pub gram: Weighing,
+    /// Whether what chance gives is subtracted.
+    pub chance: bool,
+}
+
+impl V3Options {
+    /// Version 3 as defined.
+    pub const DEFINITION: V3Options = V3Options {
+        han: V3_HAN,
+        gram: V3_GRAM,
+        chance: true,
+    };
+}
+
+/// Version 3: the self-information of a Han character missing from
+/// `data/han_weights.txt` (the table's largest is 17.73).
+pub const V3_HAN_UNKNOWN: f64 = 17.73;
+
+/// Version 3: the self-information of a trigram missing from
+/// `data/gram_weights.txt`.
+pub const V3_GRAM_UNKNOWN: f64 = 12.0;
 
 /// The cutting and weighting state: jieba's dictionary and the IDF table.
 /// Building one takes about a second and tens of megabytes, so a process
@@ -84,6 +149,8 @@ pub struct Fingerprinter {
     idf: IdfTable,
     fold: Fold,
     oov_weight: i64,
+    han: SelfInfo,
+    grams: SelfInfo,
 }
 
 impl std::fmt::Debug for Fingerprinter {
@@ -130,6 +197,8 @@ impl Fingerprinter {
             idf: IdfTable::jieba(),
             fold: Fold::t2s(),
             oov_weight: to_fixed(V2_OOV_IDF),
+            han: SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN),
+            grams: SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN),
         }
     }
 
@@ -169,6 +238,10 @@ impl Fingerprinter {
         match version {
             Version::V1 => self.tokens_mapped(text, |c| c, go_on, emit),
             Version::V2 => self.tokens_mapped(text, |c| self.fold.char(c), go_on, emit),
+            Version::V3 => {
+                let mut emit = emit;
+                self.features_v3(text, go_on, |_, f| emit(f))
+            }
         }
     }
 
@@ -230,12 +303,13 @@ impl Fingerprinter {
         }
     }
 
-    /// The fixed-point weight of one occurrence of a token under `version`.
+    /// The fixed-point weight of one occurrence of a token under `version`
+    /// (versions 1 and 2; version 3 weighs a feature by [`Self::weight_v3`]).
     #[inline]
     fn weight(&self, version: Version, hash: u64) -> i64 {
         match version {
             Version::V1 => self.idf.weight(hash),
-            Version::V2 => self.idf.get(hash).unwrap_or(self.oov_weight),
+            Version::V2 | Version::V3 => self.idf.get(hash).unwrap_or(self.oov_weight),
         }
     }
 
@@ -256,8 +330,10 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Option<u64>, Interrupted> {
-        if version == Version::V2 {
-            return self.fingerprint_v2(text, go_on);
+        match version {
+            Version::V1 => {}
+            Version::V2 => return self.fingerprint_v2(text, go_on),
+            Version::V3 => return self.fingerprint_v3(text, go_on),
         }
         let mut acc = Accumulator::new();
         let mut hashes = Vec::with_capacity(HASH_BATCH);
@@ -308,6 +384,152 @@ impl Fingerprinter {
         Ok(acc.finish())
     }
 
+    /// Version 3's features of `text`, in text order, each with its kind:
+    /// after version 2's normalization and fold, every Han character, and
+    /// the character trigrams of every run of other word characters with
+    /// `^` before it and `$` after it (a run of one character gives the one
+    /// feature `^x$`, `ab` gives `^ab` and `ab$`). `go_on` is called
+    /// between pieces.
+    pub fn features_v3(
+        &self,
+        text: &str,
+        mut go_on: impl FnMut() -> bool,
+        mut emit: impl FnMut(Kind, &str),
+    ) -> Result<(), Interrupted> {
+        let mut word: Vec<char> = Vec::with_capacity(MAX_PIECE_CHARS + 2);
+        let mut gram = String::with_capacity(16);
+        let mut flush = |word: &mut Vec<char>, emit: &mut dyn FnMut(Kind, &str)| {
+            if word.is_empty() {
+                return;
+            }
+            word.insert(0, '^');
+            word.push('$');
+            for w in word.windows(3.min(word.len())) {
+                gram.clear();
+                gram.extend(w);
+                emit(Kind::Gram, &gram);
+                if word.len() < 3 {
+                    break;
+                }
+            }
+            word.clear();
+        };
+        let mut buf = [0u8; 4];
+        let finished = for_each_piece_mapped(
+            text,
+            |c| self.fold.char(c),
+            |piece: Piece<'_>| {
+                for c in piece.text.chars() {
+                    if is_han(c) {
+                        flush(&mut word, &mut emit);
+                        emit(Kind::Han, c.encode_utf8(&mut buf));
+                    } else {
+                        word.push(c);
+                    }
+                }
+                flush(&mut word, &mut emit);
+                go_on()
+            },
+        );
+        if finished {
+            Ok(())
+        } else {
+            Err(Interrupted)
+        }
+    }
+
+    /// Version 3's distinct features with their counts, (kind, hash, tf),
+    /// in no particular order, and how many features of each kind the text
+    /// has. Counted in a map, so memory follows the distinct features (a
+    /// few thousand even for a book), not the length of the text.
+    #[allow(clippy::type_complexity)]
+    fn counts_v3(
+        &self,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<(Vec<(Kind, u64, u64)>, [u64; 2]), Interrupted> {
+        // Keyed by the xxh3 hash alone: a Han character and a trigram with
+        // the same 64-bit hash would add up as one feature either way.
+        let mut counts: HashMap<u64, (Kind, u64), BuildHasherDefault<PassThrough>> =
+            HashMap::default();
+        let mut totals = [0u64; 2];
+        self.features_v3(text, go_on, |kind, f| {
+            totals[kind as usize] += 1;
+            counts.entry(xxh3_64(f.as_bytes())).or_insert((kind, 0)).1 += 1;
+        })?;
+        let distinct = counts
+            .into_iter()
+            .map(|(h, (kind, tf))| (kind, h, tf))
+            .collect();
+        Ok((distinct, totals))
+    }
+
+    /// (self-information, fixed-point weight) of each version 3 feature,
+    /// in the order given. When no feature is above chance, which only a
+    /// text of a few characters repeated over and over achieves, the
+    /// weights are taken regardless of chance instead (see
+    /// [`Weighing::weight_regardless_of_chance`]).
+    fn weights_v3(
+        &self,
+        opts: &V3Options,
+        features: &[(Kind, u64, u64)],
+        totals: [u64; 2],
+    ) -> Vec<(f64, i64)> {
+        let table = |kind| match kind {
+            Kind::Han => (&self.han, opts.han),
+            Kind::Gram => (&self.grams, opts.gram),
+        };
+        let mut out: Vec<(f64, i64)> = features
+            .iter()
+            .map(|&(kind, h, tf)| {
+                let (t, weighing) = table(kind);
+                let (s, p) = t.get(h);
+                let w = if opts.chance {
+                    weighing.weight(s, p, tf, totals[kind as usize])
+                } else {
+                    weighing.weight_regardless_of_chance(s, tf)
+                };
+                (s, to_fixed(w))
+            })
+            .collect();
+        if out.iter().all(|&(_, w)| w <= 0) {
+            for (o, &(kind, _, tf)) in out.iter_mut().zip(features) {
+                o.1 = to_fixed(table(kind).1.weight_regardless_of_chance(o.0, tf));
+            }
+        }
+        out
+    }
+
+    /// Version 3: count each feature, weigh it against chance, add it once.
+    fn fingerprint_v3(
+        &self,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Option<u64>, Interrupted> {
+        self.fingerprint_v3_with(&V3Options::DEFINITION, text, go_on)
+    }
+
+    /// Version 3's method with other settings: for measuring a candidate
+    /// change on the detection-quality yardstick (`bench/quality`), never
+    /// for stored fingerprints. [`V3Options::DEFINITION`] is version 3.
+    pub fn fingerprint_v3_with(
+        &self,
+        opts: &V3Options,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Option<u64>, Interrupted> {
+        let (distinct, totals) = self.counts_v3(text, go_on)?;
+        if distinct.is_empty() {
+            return Ok(None);
+        }
+        let weights = self.weights_v3(opts, &distinct, totals);
+        let mut acc = Accumulator::new();
+        for (&(_, h, _), &(_, w)) in distinct.iter().zip(&weights) {
+            acc.add(h, w);
+        }
+        Ok(acc.finish())
+    }
+
     /// Looks up the weights of a batch of feature hashes, then adds them.
     /// Apart from segmentation, which evicts the IDF table from the caches
     /// between tokens, the lookups are independent loads the CPU overlaps:
@@ -342,6 +564,9 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Vec<Feature>, Interrupted> {
+        if version == Version::V3 {
+            return self.features_as_v3(text, go_on);
+        }
         let mut index = std::collections::HashMap::<String, usize>::new();
         let mut out: Vec<Feature> = Vec::new();
         self.for_each_token_as(version, text, go_on, |token| match index.get(token) {
@@ -360,13 +585,68 @@ impl Fingerprinter {
         })?;
         let cap = match version {
             Version::V1 => u64::MAX,
-            Version::V2 => V2_TF_CAP,
+            Version::V2 | Version::V3 => V2_TF_CAP,
         };
         for f in &mut out {
             f.weight = from_fixed(self.weight(version, f.hash)) * f.tf.min(cap) as f64;
         }
         Ok(out)
     }
+}
+
+impl Fingerprinter {
+    /// [`Self::features_as`] for version 3: `idf` is the feature's
+    /// self-information and `weight` what the fingerprint adds for it
+    /// (negative when the text holds it less often than chance).
+    fn features_as_v3(
+        &self,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Vec<Feature>, Interrupted> {
+        let mut index = std::collections::HashMap::<String, usize>::new();
+        let mut out: Vec<(Kind, Feature)> = Vec::new();
+        let mut totals = [0u64; 2];
+        self.features_v3(text, go_on, |kind, f| {
+            totals[kind as usize] += 1;
+            match index.get(f) {
+                Some(&i) => out[i].1.tf += 1,
+                None => {
+                    index.insert(f.to_owned(), out.len());
+                    out.push((
+                        kind,
+                        Feature {
+                            token: f.to_owned(),
+                            tf: 1,
+                            idf: 0.0,
+                            weight: 0.0,
+                            hash: xxh3_64(f.as_bytes()),
+                        },
+                    ));
+                }
+            }
+        })?;
+        let keys: Vec<(Kind, u64, u64)> = out.iter().map(|(k, f)| (*k, f.hash, f.tf)).collect();
+        let weights = self.weights_v3(&V3Options::DEFINITION, &keys, totals);
+        Ok(out
+            .into_iter()
+            .zip(weights)
+            .map(|((_, mut f), (s, w))| {
+                f.idf = s;
+                f.weight = from_fixed(w);
+                f
+            })
+            .collect())
+    }
+}
+
+/// The two kinds of version 3 features, counted apart: how many features
+/// of its kind a text has decides what chance gives a feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A Han character.
+    Han = 0,
+    /// A character trigram of a word in another script.
+    Gram = 1,
 }
 
 #[cfg(test)]
@@ -538,6 +818,157 @@ mod tests {
             acc.add(f.hash, crate::idf::to_fixed(f.weight));
         }
         assert_eq!(acc.finish(), shared().fingerprint_as(Version::V2, text));
+    }
+
+    fn v3_features(text: &str) -> Vec<(Kind, String)> {
+        let mut out = Vec::new();
+        shared()
+            .features_v3(text, || true, |k, f| out.push((k, f.to_owned())))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn version_3_features_are_han_characters_and_trigrams_of_other_words() {
+        let got = v3_features("我来到北京，iPhone 15！a");
+        let want: Vec<(Kind, String)> = [
+            (Kind::Han, "我"),
+            (Kind::Han, "来"),
+            (Kind::Han, "到"),
+            (Kind::Han, "北"),
+            (Kind::Han, "京"),
+            (Kind::Gram, "^ip"),
+            (Kind::Gram, "iph"),
+            (Kind::Gram, "pho"),
+            (Kind::Gram, "hon"),
+            (Kind::Gram, "one"),
+            (Kind::Gram, "ne$"),
+            (Kind::Gram, "^15"),
+            (Kind::Gram, "15$"),
+            (Kind::Gram, "^a$"),
+        ]
+        .iter()
+        .map(|&(k, f)| (k, f.to_owned()))
+        .collect();
+        assert_eq!(got, want);
+        // A word inside a run of Han characters ends where the Han begins.
+        assert_eq!(
+            v3_features("北京abc上海"),
+            v3_features("北京 abc 上海"),
+            "a Han character ends a word as a space does"
+        );
+    }
+
+    #[test]
+    fn version_3_ignores_punctuation_spacing_width_case_and_script_variant() {
+        let v3 = |t| shared().fingerprint_as(Version::V3, t);
+        let a = "今天，北京市政府发布了新的交通管理规定。Beijing Traffic Rules 2024";
+        let b = "今天 北京市政府發佈了新的交通管理規定！！ＢＥＩＪＩＮＧ  traffic  rules  ２０２４";
+        assert!(v3(a).is_some());
+        assert_eq!(v3(a), v3(b));
+        for t in ["", "   ", "，。！？……", "😀 🎉 ★"] {
+            assert_eq!(v3(t), None, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn version_3_fingerprint_is_the_weighted_sum_of_its_features() {
+        let text = "國務院 今天 今天 今天 今天 会见 iPhone iPhone 2024年 客人 the the the";
+        let feats = shared().features_as(Version::V3, text, || true).unwrap();
+        let mut acc = Accumulator::new();
+        for f in &feats {
+            acc.add(f.hash, crate::idf::to_fixed(f.weight));
+        }
+        assert_eq!(acc.finish(), shared().fingerprint_as(Version::V3, text));
+        let jin = feats.iter().find(|f| f.token == "今").unwrap();
+        assert_eq!(jin.tf, 4);
+        assert_eq!(jin.hash, xxh3_64("今".as_bytes()));
+        let the = feats.iter().find(|f| f.token == "the").unwrap();
+        assert_eq!(
+            the.tf, 3,
+            "one trigram `the` in each of the three words `the`"
+        );
+        // Folded before counting: 國 counts as 国.
+        assert!(feats.iter().any(|f| f.token == "国"));
+        assert!(!feats.iter().any(|f| f.token == "國"));
+    }
+
+    #[test]
+    fn version_3_weighs_common_characters_of_a_long_text_against_chance() {
+        let base = "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。";
+        let short = shared().features_as(Version::V3, base, || true).unwrap();
+        let long = shared()
+            .features_as(Version::V3, &base.repeat(200), || true)
+            .unwrap();
+        let weight = |fs: &[Feature], t: &str| fs.iter().find(|f| f.token == t).unwrap().weight;
+        // 的 is common (self-information 5.6, one character in 270): in
+        // the short text its two count nearly fully, in a text of 9,400
+        // characters (35 expected by chance) six say nothing.
+        assert!(weight(&short, "的") > 1.8 * 5.6);
+        assert!(weight(&long, "的").abs() < 0.01, "{}", weight(&long, "的"));
+        // 鹏 is rare: six occurrences stay well above chance.
+        assert!(weight(&long, "鹏") > 5.5 * 10.0);
+        // A common character seen less often than chance weighs below zero.
+        let sparse = format!("{}是", "鹏".repeat(3000));
+        let f = shared().features_as(Version::V3, &sparse, || true).unwrap();
+        assert!(weight(&f, "是") < 0.0);
+    }
+
+    #[test]
+    fn version_3_text_with_nothing_above_chance_still_has_its_own_fingerprint() {
+        let v3 = |t: &str| shared().fingerprint_as(Version::V3, t).unwrap();
+        // Every character of these is common and repeated far beyond what
+        // chance needs to reach the cap: weighed against chance they would
+        // all weigh 0, and both texts would get the fingerprint 0.
+        let a = "北京天气晴朗".repeat(200_000);
+        let b = "上海下雨了吗".repeat(200_000);
+        let fa = shared().features_as(Version::V3, &a, || true).unwrap();
+        assert!(fa.iter().all(|f| f.weight > 0.0));
+        assert_ne!(v3(&a), 0);
+        assert!(hamming(v3(&a), v3(&b)) > 12);
+        // The weighted sum still holds.
+        let mut acc = Accumulator::new();
+        for f in &fa {
+            acc.add(f.hash, crate::idf::to_fixed(f.weight));
+        }
+        assert_eq!(acc.finish(), Some(v3(&a)));
+    }
+
+    #[test]
+    fn version_3_moves_little_under_character_edits() {
+        let base = "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。\
+                    李鹏说，中国政府高度重视同日本的关系，愿同日方一道努力，推动两国关系健康稳定地向前发展。\
+                    日本客人表示，日本经济界愿意积极参与中国的经济建设，为两国的友好合作作出贡献。";
+        // Three characters of 130 changed, inserted or deleted.
+        let edited = base
+            .replacen("交换了意见", "交换了看见", 1)
+            .replacen("健康稳定", "健康和稳定", 1)
+            .replacen("积极参与", "积参与", 1);
+        let other = "昨天下午，北京市民在天安门广场参加了迎新年长跑活动，数千名运动员和群众冒着严寒跑完全程。\
+                     活动由北京市体育局主办，旨在推动全民健身运动的开展，增强人民体质。";
+        let v3 = |t| shared().fingerprint_as(Version::V3, t).unwrap();
+        let (a, b, c) = (v3(base), v3(&edited), v3(other));
+        assert!(hamming(a, b) <= 6, "edited copy at {}", hamming(a, b));
+        assert!(hamming(a, c) > 14, "unrelated text at {}", hamming(a, c));
+        // Version 2 moved further for the same edits.
+        let v2 = |t| shared().fingerprint_as(Version::V2, t).unwrap();
+        assert!(hamming(a, b) < hamming(v2(base), v2(&edited)));
+    }
+
+    #[test]
+    fn version_3_interrupted_walk_says_so() {
+        let text = "一段，很长，的文字，".repeat(2000);
+        let mut calls = 0;
+        let r = shared().fingerprint_checked_as(Version::V3, &text, || {
+            calls += 1;
+            calls < 10
+        });
+        assert_eq!(r, Err(Interrupted));
+        assert_eq!(calls, 10);
+        assert_eq!(
+            shared().fingerprint_checked_as(Version::V3, &text, || true),
+            Ok(shared().fingerprint_as(Version::V3, &text))
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod hex;
 pub mod idf;
 pub mod probe;
 pub mod text;
+pub mod weights;
 
 #[cfg(test)]
 mod testutil;

@@ -79,6 +79,41 @@ const GOLDEN_V2: &[(&str, Option<&str>)] = &[
     ("  ，。！？  ", None),
 ];
 
+/// Definition version 3 (extension 0.3's `simhash(text)`). Produced by
+/// `cargo run -p simhash-core --example fp v3` when version 3 was made, and
+/// checked through SQL in `test/sql/fingerprint.sql`.
+const GOLDEN_V3: &[(&str, Option<&str>)] = &[
+    ("中华人民共和国成立于1949年，首都是北京。", Some("2990d2b8bbc759a6")),
+    // Traditional characters fold, as in version 2.
+    (
+        "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。",
+        Some("3664742c01128d56"),
+    ),
+    (
+        "國務院總理李鵬今天在人民大會堂會見了來訪的日本客人，雙方就進一步發展中日兩國的經貿合作交換了意見。",
+        Some("3664742c01128d56"),
+    ),
+    ("The quick brown fox jumps over the lazy dog.", Some("83bfd9f5751b8194")),
+    (
+        "SimHash was described by Moses Charikar in 2002; Google used it to find near-duplicate web pages.",
+        Some("4b9c520ba08fb55c"),
+    ),
+    (
+        "苹果公司发布了新款iPhone 15 Pro，售价7999元起。Apple says it ships in September.",
+        Some("3b9d0c130d599877"),
+    ),
+    ("ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ：１２３４５", Some("a7de524032685c9e")),
+    ("Привет, мир! Ελληνικά. café naïve", Some("170c78331a484c36")),
+    ("北京火\u{2F9E}站今天开通了新的\u{F902}道。", Some("9a9dfb3d5377ca73")),
+    ("北京火车站今天开通了新的车道。", Some("9a9dfb3d5377ca73")),
+    // One feature: the fingerprint is its hash; a Latin word of one letter
+    // is the one trigram `^a$`.
+    ("我", Some("7931193e731884c4")),
+    ("a", Some("d5ddebb427ac945a")),
+    ("", None),
+    ("  ，。！？  ", None),
+];
+
 fn fingerprinter() -> &'static Fingerprinter {
     static FP: std::sync::OnceLock<Fingerprinter> = std::sync::OnceLock::new();
     FP.get_or_init(Fingerprinter::new)
@@ -120,6 +155,50 @@ fn golden_vectors_of_version_2_hold() {
         "version 2 fingerprints changed:\n{}",
         wrong.join("\n")
     );
+}
+
+#[test]
+fn golden_vectors_of_version_3_hold() {
+    let mut wrong = Vec::new();
+    for (text, want) in GOLDEN_V3 {
+        let got = fingerprinter()
+            .fingerprint_as(Version::V3, text)
+            .map(hex::format);
+        if got.as_deref() != *want {
+            wrong.push(format!("{text:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    // A text long enough that its common characters and trigrams are
+    // expected by chance: pins the weighing against chance, not only the
+    // features.
+    let long = format!(
+        "{}{}",
+        "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。"
+            .repeat(30),
+        "The quick brown fox jumps over the lazy dog. ".repeat(20)
+    );
+    let got = fingerprinter()
+        .fingerprint_as(Version::V3, &long)
+        .map(hex::format);
+    if got.as_deref() != Some("0764a47c411ba946") {
+        wrong.push(format!("the long text: want 0764a47c411ba946, got {got:?}"));
+    }
+    assert!(
+        wrong.is_empty(),
+        "version 3 fingerprints changed:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn single_feature_fingerprints_of_version_3_are_reference_xxh3_values() {
+    // One feature with a positive weight: every counter has its sign, so
+    // the fingerprint is the feature's hash. xxh3-64("^a$") and
+    // xxh3-64("我") (UTF-8 e6 88 91), from the reference implementation.
+    let fp = |t| fingerprinter().fingerprint_as(Version::V3, t);
+    assert_eq!(fp("a"), Some(0xd5dd_ebb4_27ac_945a));
+    assert_eq!(fp("A"), fp("a"));
+    assert_eq!(fp("我"), Some(0x7931_193e_7318_84c4));
 }
 
 #[test]
