@@ -100,11 +100,12 @@ if [ "$sql_fps $sql_xor" != "$rust_fps $rust_xor" ]; then
     log "WARNING: the installed extension is not this checkout's build; run scripts/install.sh"
 fi
 
-seg=() fp=() sql=() stage_lines=()
+seg=() fp=() fp2=() sql=() stage_lines=()
 for ((i = 1; i <= ROUNDS; i++)); do
     out=$(run_rust)
     seg+=("$(value segment_s <<<"$out")")
     fp+=("$(value fingerprint_s <<<"$out")")
+    fp2+=("$(value fingerprint_v2_s <<<"$out")")
     [ ${#stage_flag[@]} = 0 ] || stage_lines+=("$out")
     sql+=("$(psql_db -c "SELECT throughput_simhash_seconds()")")
     log "round $i/$ROUNDS: segmentation ${seg[-1]} s, rust fingerprint ${fp[-1]} s, sql simhash() ${sql[-1]} s"
@@ -112,19 +113,22 @@ done
 
 seg_s=$(printf '%s\n' "${seg[@]}" | median)
 fp_s=$(printf '%s\n' "${fp[@]}" | median)
+fp2_s=$(printf '%s\n' "${fp2[@]}" | median)
 sql_s=$(printf '%s\n' "${sql[@]}" | median)
 
 echo
 echo "== fingerprint throughput: median of $ROUNDS interleaved rounds, one core =="
 awk -v name="$(basename "$CORPUS")" -v docs="$docs" -v bytes="$bytes" \
-    -v seg="$seg_s" -v fp="$fp_s" -v sql="$sql_s" 'BEGIN {
+    -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" 'BEGIN {
     mb = bytes / 1e6
     printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, mb
     printf "segmentation alone      %7.2f MB/s  (%.3f s; jieba-rs cut, HMM on: the baseline)\n", mb / seg, seg
-    printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, no PostgreSQL)\n", mb / fp, fp
+    printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, definition 3, no PostgreSQL)\n", mb / fp, fp
+    printf "rust fingerprint v2     %7.2f MB/s  (%.3f s; definition 2: jieba words)\n", mb / fp2, fp2
     printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers)\n", mb / sql, sql
     printf "ratio sql/segmentation  %7.2f       (target >= 0.80)\n", seg / sql
     printf "ratio sql/rust          %7.2f       (what the SQL layer keeps of the Rust speed)\n", fp / sql
+    printf "ratio v3/v2 (rust)      %7.2f       (definition 3 against 2, same run)\n", fp2 / fp
 }'
 if awk -v fp="$fp_s" -v sql="$sql_s" 'BEGIN { exit !(fp / sql < 0.5) }'; then
     echo "warning: SQL runs at under half the Rust speed: is the installed library a debug"
