@@ -37,6 +37,15 @@
 //! 5. accumulate and sign as version 1: 64 signed counters, bit `i` is 1
 //!    when counter `i` is above zero; no token gives no fingerprint.
 //!
+//! Version 3 ([`Version::V3`], the extension's `simhash()` from 0.3) keeps
+//! steps 1 and 2 and replaces the rest: no jieba, but every Han character
+//! is a feature, and every run of other word characters gives its
+//! character trigrams (`^th`, `the`, `he$`); each feature is weighed by its
+//! self-information times its count above what chance gives a text of this
+//! length ([`crate::weights`], [`Fingerprinter::features_v3`]). A changed
+//! character then changes one feature instead of one or two words. The
+//! README's "Fingerprint definition" states it step by step.
+//!
 //! [`Fingerprinter::fingerprint_as`], [`Fingerprinter::features_as`] and
 //! [`Fingerprinter::for_each_token_as`] take the version; one
 //! [`Fingerprinter`] serves both (the jieba dictionary, the IDF table and

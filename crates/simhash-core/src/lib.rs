@@ -8,10 +8,14 @@
 //! contract; the golden vectors in `tests/golden.rs` hold it in place):
 //!
 //! 1. [`text`]: NFKC, lower case, and the split into pieces of word
-//!    characters;
-//! 2. [`fingerprint`]: jieba segmentation of the pieces that contain Han
-//!    characters, one token per other piece;
-//! 3. [`idf`]: each token's weight, its IDF from jieba's table;
+//!    characters ([`fold`]: traditional to simplified, versions 2 and 3);
+//! 2. [`fingerprint`]: the features. Version 3 (the default of the
+//!    extension): each Han character, and the character trigrams of every
+//!    other word. Versions 1 and 2: jieba segmentation of the pieces that
+//!    contain Han characters, one token per other piece;
+//! 3. [`weights`] (version 3: self-information times the count above
+//!    chance) or [`idf`] (versions 1 and 2: each token's IDF from jieba's
+//!    table);
 //! 4. [`accumulate`]: 64 signed counters over the xxh3-64 hashes of the
 //!    tokens, then the sign of each counter as a bit;
 //! 5. [`distance`] and [`hex`]: comparing and printing fingerprints.
