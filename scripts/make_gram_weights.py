@@ -30,17 +30,9 @@ import math
 import sys
 import unicodedata
 
+from make_han_weights import is_han
+
 MIN_COUNT = 3
-
-
-def is_han(c: str) -> bool:
-    o = ord(c)
-    return (
-        0x3400 <= o <= 0x4DBF
-        or 0x4E00 <= o <= 0x9FFF
-        or 0xF900 <= o <= 0xFAFF
-        or 0x20000 <= o <= 0x2FA1F
-    )
 
 
 def runs(text: str):
