@@ -42,6 +42,7 @@ VARIANTS = {
     "v3 gram cap 3": ["--v3-gram-cap", "3"],
     "v3 gram cap 12": ["--v3-gram-cap", "12"],
     "v3 gram power 1": ["--v3-gram-power", "1"],
+    "v3 gram unknown 1": ["--v3-gram-unknown", "1"],
 }
 V1_VARIANTS = {
     "ours t2s": ["--charmap", "{work}/t2s.txt"],

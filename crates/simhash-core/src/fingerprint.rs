@@ -107,6 +107,7 @@ pub const V2_TF_CAP: u64 = 3;
 pub const V3_HAN: Weighing = Weighing {
     scale: 1.0,
     cap: 6,
+    unknown: 1.0,
     power: Power::One,
 };
 
@@ -117,6 +118,7 @@ pub const V3_HAN: Weighing = Weighing {
 pub const V3_GRAM: Weighing = Weighing {
     scale: 1.0,
     cap: 6,
+    unknown: V3_GRAM_UNKNOWN_FACTOR,
     power: Power::Zero,
 };
 
@@ -149,6 +151,12 @@ pub const V3_HAN_UNKNOWN: f64 = 17.73;
 /// Version 3: the self-information of a trigram missing from
 /// `data/gram_weights.txt`.
 pub const V3_GRAM_UNKNOWN: f64 = 12.0;
+
+/// Version 3: what a trigram missing from `data/gram_weights.txt` weighs
+/// against one the table lists. A typo in an English word makes up
+/// trigrams no English text has (`qxe`); at full weight they pushed an
+/// edited copy away as much as the real trigrams it lost.
+pub const V3_GRAM_UNKNOWN_FACTOR: f64 = 0.3;
 
 /// The cutting and weighting state: jieba's dictionary and the IDF table.
 /// Building one takes about a second and tens of megabytes, so a process
@@ -492,18 +500,23 @@ impl Fingerprinter {
             .iter()
             .map(|&(kind, h, tf)| {
                 let (t, weighing) = table(kind);
-                let (s, p) = t.get(h);
+                let ((s, p), factor) = match t.lookup(h) {
+                    Some(known) => (known, 1.0),
+                    None => (t.get(h), weighing.unknown),
+                };
                 let w = if opts.chance {
                     weighing.weight(s, p, tf, totals[kind as usize])
                 } else {
                     weighing.weight_regardless_of_chance(s, tf)
                 };
-                (s, to_fixed(w))
+                (s, to_fixed(factor * w))
             })
             .collect();
         if out.iter().all(|&(_, w)| w <= 0) {
-            for (o, &(kind, _, tf)) in out.iter_mut().zip(features) {
-                o.1 = to_fixed(table(kind).1.weight_regardless_of_chance(o.0, tf));
+            for (o, &(kind, h, tf)) in out.iter_mut().zip(features) {
+                let (t, weighing) = table(kind);
+                let factor = if t.contains(h) { 1.0 } else { weighing.unknown };
+                o.1 = to_fixed(factor * weighing.weight_regardless_of_chance(o.0, tf));
             }
         }
         out
@@ -921,6 +934,25 @@ mod tests {
         let sparse = format!("{}是", "鹏".repeat(3000));
         let f = shared().features_as(Version::V3, &sparse, || true).unwrap();
         assert!(weight(&f, "是") < 0.0);
+    }
+
+    #[test]
+    fn version_3_trigrams_no_english_text_has_weigh_less() {
+        let f = shared()
+            .features_as(Version::V3, "the qzxv", || true)
+            .unwrap();
+        let weight = |t: &str| f.iter().find(|f| f.token == t).unwrap().weight;
+        // `the` and `^th` are in the trigram table (and common: chance
+        // gives each about a sixth of an occurrence in 8 trigrams), `qzx`
+        // and `zxv` are not.
+        for known in ["the", "^th"] {
+            let w = weight(known);
+            assert!(w > 0.8 && w < 0.9, "{known}: {w}");
+        }
+        for made_up in ["^qz", "qzx", "zxv", "xv$"] {
+            let w = weight(made_up);
+            assert!((w - V3_GRAM_UNKNOWN_FACTOR).abs() < 1e-4, "{made_up}: {w}");
+        }
     }
 
     #[test]

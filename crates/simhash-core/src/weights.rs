@@ -130,7 +130,14 @@ impl SelfInfo {
     /// (self-information, probability) of the feature with `hash`.
     #[inline]
     pub fn get(&self, hash: u64) -> (f64, f64) {
-        self.by_hash.get(&hash).copied().unwrap_or(self.unknown)
+        self.lookup(hash).unwrap_or(self.unknown)
+    }
+
+    /// (self-information, probability) of the feature with `hash`, when
+    /// the table lists it.
+    #[inline]
+    pub fn lookup(&self, hash: u64) -> Option<(f64, f64)> {
+        self.by_hash.get(&hash).copied()
     }
 
     /// Whether the table lists the feature with `hash`.
@@ -157,6 +164,9 @@ pub struct Weighing {
     pub scale: f64,
     /// C: occurrences counted at most.
     pub cap: u32,
+    /// A factor for a feature missing from the table: a trigram no body
+    /// of English text has is mostly what a typo made up.
+    pub unknown: f64,
     /// γ: the power of the self-information (0: every feature alike).
     pub power: Power,
 }
@@ -252,6 +262,7 @@ mod tests {
         let w = Weighing {
             scale: 1.0,
             cap: 6,
+            unknown: 1.0,
             power: Power::One,
         };
         let common = (3.0, exp_neg(3.0)); // about 1 in 20
@@ -272,6 +283,7 @@ mod tests {
         let flat = Weighing {
             scale: 1.0,
             cap: 3,
+            unknown: 1.0,
             power: Power::Zero,
         };
         assert_eq!(flat.weight(9.0, 0.0, 7, 100), 3.0);

@@ -96,14 +96,14 @@ const GOLDEN_V3: &[(&str, Option<&str>)] = &[
     ("The quick brown fox jumps over the lazy dog.", Some("83bfd9f5751b8194")),
     (
         "SimHash was described by Moses Charikar in 2002; Google used it to find near-duplicate web pages.",
-        Some("4b9c520ba08fb55c"),
+        Some("cb9c500ba08fb55c"),
     ),
     (
         "苹果公司发布了新款iPhone 15 Pro，售价7999元起。Apple says it ships in September.",
-        Some("3b9d0c130d599877"),
+        Some("3b9d1c130d599877"),
     ),
     ("ＦＵＬＬ－ＷＩＤＴＨ　ｔｅｘｔ：１２３４５", Some("a7de524032685c9e")),
-    ("Привет, мир! Ελληνικά. café naïve", Some("170c78331a484c36")),
+    ("Привет, мир! Ελληνικά. café naïve", Some("520c3073a8614b32")),
     ("北京火\u{2F9E}站今天开通了新的\u{F902}道。", Some("9a9dfb3d5377ca73")),
     ("北京火车站今天开通了新的车道。", Some("9a9dfb3d5377ca73")),
     // One feature: the fingerprint is its hash; a Latin word of one letter
