@@ -415,19 +415,18 @@ impl Fingerprinter {
     ) -> Result<(), Interrupted> {
         let mut word: Vec<char> = Vec::with_capacity(MAX_PIECE_CHARS + 2);
         let mut gram = String::with_capacity(16);
+        // `word` holds `^` and the run so far: with `$` it is at least
+        // three characters long, so a run of one character is the one
+        // trigram `^a$`.
         let mut flush = |word: &mut Vec<char>, emit: &mut dyn FnMut(Kind, &str)| {
             if word.is_empty() {
                 return;
             }
-            word.insert(0, '^');
             word.push('$');
-            for w in word.windows(3.min(word.len())) {
+            for g in word.windows(3) {
                 gram.clear();
-                gram.extend(w);
+                gram.extend(g);
                 emit(Kind::Gram, &gram);
-                if word.len() < 3 {
-                    break;
-                }
             }
             word.clear();
         };
@@ -441,6 +440,9 @@ impl Fingerprinter {
                         flush(&mut word, &mut emit);
                         emit(Kind::Han, c.encode_utf8(&mut buf));
                     } else {
+                        if word.is_empty() {
+                            word.push('^');
+                        }
                         word.push(c);
                     }
                 }
@@ -496,30 +498,28 @@ impl Fingerprinter {
             Kind::Han => (&self.han, opts.han),
             Kind::Gram => (&self.grams, opts.gram),
         };
-        let mut out: Vec<(f64, i64)> = features
+        // One table lookup per feature: (s, factor, fixed-point weight).
+        let mut out: Vec<(f64, f64, i64)> = features
             .iter()
             .map(|&(kind, h, tf)| {
                 let (t, weighing) = table(kind);
-                let ((s, p), factor) = match t.lookup(h) {
-                    Some(known) => (known, 1.0),
-                    None => (t.get(h), weighing.unknown),
-                };
+                let (s, p, known) = t.get(h);
+                let factor = if known { 1.0 } else { weighing.unknown };
                 let w = if opts.chance {
                     weighing.weight(s, p, tf, totals[kind as usize])
                 } else {
                     weighing.weight_regardless_of_chance(s, tf)
                 };
-                (s, to_fixed(factor * w))
+                (s, factor, to_fixed(factor * w))
             })
             .collect();
-        if out.iter().all(|&(_, w)| w <= 0) {
-            for (o, &(kind, h, tf)) in out.iter_mut().zip(features) {
-                let (t, weighing) = table(kind);
-                let factor = if t.contains(h) { 1.0 } else { weighing.unknown };
-                o.1 = to_fixed(factor * weighing.weight_regardless_of_chance(o.0, tf));
+        if out.iter().all(|&(_, _, w)| w <= 0) {
+            for (o, &(kind, _, tf)) in out.iter_mut().zip(features) {
+                let weighing = table(kind).1;
+                o.2 = to_fixed(o.1 * weighing.weight_regardless_of_chance(o.0, tf));
             }
         }
-        out
+        out.into_iter().map(|(s, _, w)| (s, w)).collect()
     }
 
     /// Version 3: count each feature, weigh it against chance, add it once.

@@ -32,7 +32,7 @@ use std::hash::BuildHasherDefault;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::idf::{to_fixed, PassThrough};
+use crate::idf::PassThrough;
 
 /// e^-x for `x >= 0`, from basic arithmetic only: e^-x = (e^-1)^k *
 /// e^-(x - k) with `k = floor(x)`, the second factor by its Taylor series
@@ -127,17 +127,15 @@ impl SelfInfo {
         }
     }
 
-    /// (self-information, probability) of the feature with `hash`.
+    /// (self-information, probability, whether the table lists it) of the
+    /// feature with `hash`; a feature it does not list gets the table's
+    /// value for unknowns.
     #[inline]
-    pub fn get(&self, hash: u64) -> (f64, f64) {
-        self.lookup(hash).unwrap_or(self.unknown)
-    }
-
-    /// (self-information, probability) of the feature with `hash`, when
-    /// the table lists it.
-    #[inline]
-    pub fn lookup(&self, hash: u64) -> Option<(f64, f64)> {
-        self.by_hash.get(&hash).copied()
+    pub fn get(&self, hash: u64) -> (f64, f64, bool) {
+        match self.by_hash.get(&hash) {
+            Some(&(s, p)) => (s, p, true),
+            None => (self.unknown.0, self.unknown.1, false),
+        }
     }
 
     /// Whether the table lists the feature with `hash`.
@@ -202,11 +200,6 @@ impl Weighing {
             Power::One => s,
         };
         self.scale * scale * (capped - chance)
-    }
-
-    /// [`Self::weight`] in the accumulator's fixed point.
-    pub fn fixed(&self, s: f64, p: f64, tf: u64, n: u64) -> i64 {
-        to_fixed(self.weight(s, p, tf, n))
     }
 }
 
@@ -296,6 +289,7 @@ mod tests {
         assert_eq!(t.get(xxh3_64(b"a")).0, 1.5);
         assert!((t.get(xxh3_64(b"a")).1 - (-1.5f64).exp()).abs() < 1e-15);
         assert_eq!(t.get(xxh3_64(b"zz")).0, 9.0);
+        assert!(t.get(xxh3_64(b"a")).2 && !t.get(xxh3_64(b"zz")).2);
         assert!(t.contains(xxh3_64(b"f")));
         assert!(!t.contains(xxh3_64(b"d")));
     }
