@@ -43,6 +43,7 @@ VARIANTS = {
     "v3 gram cap 12": ["--v3-gram-cap", "12"],
     "v3 gram power 1": ["--v3-gram-power", "1"],
     "v3 gram unknown 1": ["--v3-gram-unknown", "1"],
+    "v3 han scale 0.25": ["--v3-han-scale", "0.25"],
 }
 V1_VARIANTS = {
     "ours t2s": ["--charmap", "{work}/t2s.txt"],

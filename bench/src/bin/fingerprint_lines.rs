@@ -27,12 +27,12 @@
 //! * `--shingles`: each pair of adjacent tokens (after stop words are left
 //!   out) is a feature too, weighing the mean of its two tokens' weights.
 //! * `--v3-han-cap N`, `--v3-gram-cap N`, `--v3-han-power 0|1`,
-//!   `--v3-gram-power 0|1`, `--v3-gram-unknown X`, `--v3-chance on|off`:
-//!   version 3 with one of its settings changed (see
+//!   `--v3-gram-power 0|1`, `--v3-han-scale X`, `--v3-gram-unknown X`,
+//!   `--v3-chance on|off`: version 3 with one of its settings changed (see
 //!   `simhash_core::weights`): occurrences counted at most, whether the
-//!   self-information multiplies the weight, what a trigram missing from
-//!   the table weighs against a listed one, whether what chance gives is
-//!   subtracted. They combine with each other only.
+//!   self-information multiplies the weight, a factor on every character's
+//!   weight (against trigrams), what a trigram missing from the table
+//!   weighs against a listed one, whether what chance gives is subtracted. They combine with each other only.
 //! * `--charmap FILE`: `from to` lines of single characters, applied to the
 //!   text before anything else (a traditional-to-simplified table, say).
 //!   Version 2 folds after NFKC instead, so `--charmap` with its table
@@ -211,7 +211,7 @@ fn usage() -> String {
     "usage: fingerprint-lines [--definition v1|v2|v3] [--tf linear|log|once] [--tf-cap N] [--stopwords FILE] \
      [--idf FILE] [--oov-idf X] [--shingles] [--charmap FILE] \
      [--v3-han-cap N] [--v3-gram-cap N] [--v3-han-power 0|1] [--v3-gram-power 0|1] \
-     [--v3-gram-unknown X] [--v3-chance on|off] < texts.jsonl"
+     [--v3-han-scale X] [--v3-gram-unknown X] [--v3-chance on|off] < texts.jsonl"
         .to_owned()
 }
 
@@ -299,6 +299,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Weighting, Strin
                 } else {
                     o.gram.power = power;
                 }
+            }
+            "--v3-han-scale" => {
+                let v = value()?;
+                w.v3.get_or_insert(V3Options::DEFINITION).han.scale = match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x > 0.0 => x,
+                    _ => return Err(format!("--v3-han-scale wants a number > 0, not {v:?}")),
+                };
             }
             "--v3-gram-unknown" => {
                 let v = value()?;

@@ -103,7 +103,8 @@ pub const V2_TF_CAP: u64 = 3;
 /// the count above chance, counted up to 6 times. A character (5 to 17)
 /// outweighs a trigram (1), as a character says more than a Latin letter;
 /// scaling characters down to a quarter lost copies whose appended footer
-/// holds a URL or a date (zh short, footer: 49% -> 42% at k = 7).
+/// holds a URL or a date (`bench/quality`, variant "v3 han scale 0.25":
+/// short Chinese footers 42% instead of 49% at k = 7).
 pub const V3_HAN: Weighing = Weighing {
     scale: 1.0,
     cap: 6,
