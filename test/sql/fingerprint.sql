@@ -102,6 +102,25 @@ SET statement_timeout = '300ms';
 SELECT simhash(repeat('北京天气晴朗，', 10000000));
 RESET statement_timeout;
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '1.3 seconds' AS cancelled_promptly;
+-- The same for simhash_features() and for version 2.
+SELECT clock_timestamp() AS t0 \gset
+SET statement_timeout = '300ms';
+SELECT count(*) FROM simhash_features(repeat('北京天气晴朗，', 10000000));
+RESET statement_timeout;
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '1.3 seconds' AS features_cancelled_promptly;
+SELECT clock_timestamp() AS t0 \gset
+SET statement_timeout = '300ms';
+SELECT simhash_v2(repeat('北京天气晴朗，', 10000000));
+RESET statement_timeout;
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '1.3 seconds' AS v2_cancelled_promptly;
+
+-- Every fingerprint function: NULL in, NULL out; no features, no
+-- fingerprint and no rows.
+SELECT simhash_v2(NULL) IS NULL AS v2_null, simhash_v2('，。') IS NULL AS v2_featureless,
+       simhash_v1(NULL) IS NULL AS v1_null, simhash_v1('') IS NULL AS v1_empty;
+SELECT (SELECT count(*) FROM simhash_features_v2(NULL)) AS v2_null_rows,
+       (SELECT count(*) FROM simhash_features_v2('')) AS v2_empty_rows,
+       (SELECT count(*) FROM simhash_features('！？')) AS v3_featureless_rows;
 
 -- A database that is not UTF-8 gets a clear error, not wrong bits.
 \set regress_db :DBNAME
@@ -109,6 +128,8 @@ CREATE DATABASE simhash_regress_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE
 \c simhash_regress_latin1
 CREATE EXTENSION simhash;
 SELECT simhash('abc');
+SELECT simhash_v2('abc');
+SELECT * FROM simhash_features('abc');
 SELECT hamming('0123456789abcdef', 'ffffffffffffffff') AS other_functions_work;
 \c :regress_db
 DROP DATABASE simhash_regress_latin1;
