@@ -52,6 +52,24 @@ SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', 12)$$);
 SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', -1)$$);
 SELECT outcome($$SELECT * FROM simhash_clusters('items', 'nope', 3)$$);
 SELECT outcome($$SELECT * FROM simhash_clusters('nope', 'fp', 3)$$);
+-- simhash_clusters_query takes (key, fingerprint) rows: a key of any
+-- integer type, a fingerprint as simhash64 or bigint. Anything else is a
+-- specific error naming the columns it expects, never an internal one.
+INSERT INTO items VALUES (501, 'ffff0000ffff0000'), (502, 'ffff0000ffff0001');
+SELECT (SELECT array_agg(c ORDER BY c) FROM simhash_clusters_query('SELECT id::int, fp FROM items', 1, false) c)
+     = (SELECT array_agg(c ORDER BY c) FROM simhash_clusters('items', 'fp', 1, 'id', false) c) AS int_key_simhash64_fp,
+       (SELECT array_agg(c ORDER BY c) FROM simhash_clusters_query('SELECT id::smallint, fp::bigint FROM items', 1, false) c)
+     = (SELECT array_agg(c ORDER BY c) FROM simhash_clusters('items', 'fp', 1, 'id', false) c) AS smallint_key_bigint_fp;
+SELECT * FROM simhash_clusters_query('SELECT id::smallint, fp FROM items', 1, false);
+SELECT * FROM simhash_clusters_query('SELECT 1', 3, true);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELECT 1::bigint, ''x''::text', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELECT 1::bigint, 1.5::numeric', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELECT ''a''::text, 1::bigint', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELECT fp, id FROM items', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELECT 1::bigint, 2::bigint, 3::bigint', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELEC 1', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('CREATE TABLE nope (a int)', 3, true)$$);
+SELECT outcome($$SELECT * FROM simhash_clusters_query('SELECT 1::bigint, fp FROM items', 12, true)$$);
 -- A long run stops at once on a statement timeout.
 CREATE TABLE many AS SELECT g AS id, hashint8extended(g, 3)::simhash64 AS fp FROM generate_series(1, 400000) g;
 SELECT clock_timestamp() AS t0 \gset
