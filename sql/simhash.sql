@@ -123,20 +123,27 @@ CREATE OPERATOR CLASS simhash64_hash_ops
 CREATE CAST (simhash64 AS bigint) WITHOUT FUNCTION;
 CREATE CAST (bigint AS simhash64) WITHOUT FUNCTION;
 
+-- SQL bodies in this file are parsed when the extension is created
+-- (BEGIN ATOMIC) and name everything with its schema: they run the same
+-- on any search_path, including pg_dump's empty one, and nothing a user
+-- puts on the path can stand in for what they call.
 CREATE FUNCTION simhash64_to_bit(simhash64) RETURNS bit
-    AS $$ SELECT $1::bigint::bit(64) $$
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT $1::bigint::bit(64);
+END;
 
 CREATE FUNCTION simhash64_bit_length_error(integer) RETURNS simhash64
     AS 'MODULE_PATHNAME', 'simhash64_bit_length_error_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION simhash64_from_bit(bit) RETURNS simhash64
-    AS $$
-        SELECT CASE WHEN length($1) = 64 THEN $1::bigint::simhash64
-                    ELSE simhash64_bit_length_error(length($1)) END
-    $$
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT CASE WHEN pg_catalog.length($1) OPERATOR(pg_catalog.=) 64
+                THEN $1::bigint::@extschema@.simhash64
+                ELSE @extschema@.simhash64_bit_length_error(pg_catalog.length($1)) END;
+END;
 
 CREATE CAST (simhash64 AS bit) WITH FUNCTION simhash64_to_bit(simhash64);
 CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);
@@ -212,10 +219,13 @@ COMMENT ON OPERATOR <~> (simhash64, simhash64) IS
     'Hamming distance: the number of differing bits';
 
 -- Band n (0 to 3) of a fingerprint, 0 to 65535; band 0 is the most
--- significant 16 bits (the first four hex digits).
+-- significant 16 bits (the first four hex digits); NULL for any other n.
+-- LEAKPROOF, like every function the band conditions call: it raises no
+-- error and tells nothing but its result, so the planner may use the band
+-- indexes under row-level security too.
 CREATE FUNCTION simhash_band(simhash64, integer) RETURNS integer
     AS 'MODULE_PATHNAME', 'simhash_band_n_wrapper'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
 
 ---------------------------------------------------------------------------
 -- Near-duplicate search through band indexes.
@@ -227,24 +237,57 @@ CREATE FUNCTION simhash_band(simhash64, integer) RETURNS integer
 -- into simhash_within at parse time (see the README).
 ---------------------------------------------------------------------------
 
--- Every value band n of a fingerprint within distance k of fp can take.
+-- Every value band n of a fingerprint within distance k of fp can take:
+-- empty for a negative k, NULL for a band that does not exist.
 CREATE FUNCTION simhash_band_neighbors(simhash64, integer, integer) RETURNS integer[]
     AS 'MODULE_PATHNAME', 'simhash_band_neighbors_fn_wrapper'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
 
 CREATE FUNCTION simhash_within_support(internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'simhash_within_support'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
--- hamming(a, b) <= k, in a form the planner answers with band indexes.
+-- hamming(a, b) <= k, in a form the planner answers with band indexes
+-- (false for a negative k, as the comparison is).
 CREATE FUNCTION simhash_within(simhash64, simhash64, integer) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_within_fn_wrapper'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF
     SUPPORT simhash_within_support;
+
+-- The whole-number bound equal to a comparison of a distance with a bound
+-- of another type: the largest d with d <= bound (or, when below is true,
+-- d < bound), from -1 (nothing qualifies) to 64 (every fingerprint does).
+-- The parse-time rewrite wraps a bound of any numeric type in this, so
+-- `fp <~> q < 3.5`, `<= 3::smallint` and `< $1` with $1 a bigint reach
+-- the band indexes and mean exactly what the comparison means.
+CREATE FUNCTION simhash_bound(smallint, boolean) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_bound_int2_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash_bound(integer, boolean) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_bound_int4_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash_bound(bigint, boolean) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_bound_int8_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash_bound(real, boolean) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_bound_float4_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash_bound(double precision, boolean) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_bound_float8_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+CREATE FUNCTION simhash_bound(numeric, boolean) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_bound_numeric_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
 
 -- The band indexes of a table's fingerprint column. Plain DDL, the same a
 -- DBA can run by hand (or CONCURRENTLY, outside a transaction):
 --   CREATE INDEX docs_fp_band0 ON docs (simhash_band(fp, 0));  -- ... to 3
+-- A band that already has a valid B-tree index of that form (made by an
+-- earlier call or by hand) keeps it; the others get a new index named
+-- <table>_<column>_band<n>, shortened to 63 bytes a whole character at a
+-- time (the longer name first, as PostgreSQL shortens the names it picks)
+-- and numbered when the name is taken. Returns the four indexes in band
+-- order; anything it cannot create is an error.
 CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp')
     RETURNS SETOF regclass
     LANGUAGE plpgsql
@@ -252,14 +295,18 @@ CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp')
 AS $$
 DECLARE
     owner oid;
-    schema name;
+    nsp oid;
     rel name;
     col_type oid;
-    idx name;
+    idx oid;
+    label text;
+    t text;
+    c text;
+    candidate text;
+    attempt int;
 BEGIN
-    SELECT c.relowner, n.nspname, c.relname INTO owner, schema, rel
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.oid = tbl;
+    SELECT cl.relowner, cl.relnamespace, cl.relname INTO owner, nsp, rel
+    FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
     END IF;
@@ -275,11 +322,44 @@ BEGIN
             USING ERRCODE = '42804';
     END IF;
     FOR n IN 0..3 LOOP
-        -- <table>_<column>_band<n>, shortened to fit NAMEDATALEN.
-        idx := left(rel, 40) || '_' || left(col, 15) || '_band' || n;
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s (@extschema@.simhash_band(%I, %s))',
-                       idx, tbl, col, n);
-        RETURN NEXT format('%I.%I', schema, idx)::regclass;
+        -- An index of the form the planner matches: B-tree, whole table,
+        -- the one expression simhash_band(col, n), valid.
+        SELECT i.indexrelid INTO idx
+        FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+        WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indkey[0] = 0
+          AND i.indpred IS NULL AND i.indisvalid AND i.indisready
+          AND ic.relam = (SELECT am.oid FROM pg_am am WHERE am.amname = 'btree')
+          AND pg_get_expr(i.indexprs, i.indrelid)
+              = format('%s.simhash_band(%s, %s)', '@extschema@', quote_ident(col), n)
+        ORDER BY i.indexrelid
+        LIMIT 1;
+        IF NOT FOUND THEN
+            idx := NULL;
+            FOR attempt IN 0..999 LOOP
+                label := '_band' || n || CASE WHEN attempt = 0 THEN '' ELSE '_' || attempt END;
+                t := rel;
+                c := col;
+                WHILE octet_length(t) + 1 + octet_length(c) + octet_length(label) > 63 LOOP
+                    IF octet_length(t) >= octet_length(c) THEN
+                        t := left(t, -1);
+                    ELSE
+                        c := left(c, -1);
+                    END IF;
+                END LOOP;
+                candidate := t || '_' || c || label;
+                EXIT WHEN NOT EXISTS (SELECT FROM pg_class WHERE relnamespace = nsp AND relname = candidate);
+                candidate := NULL;
+            END LOOP;
+            IF candidate IS NULL THEN
+                RAISE EXCEPTION 'could not choose a name for band index % of %', n, tbl
+                    USING ERRCODE = '42P07';
+            END IF;
+            EXECUTE format('CREATE INDEX %I ON %s (@extschema@.simhash_band(%I, %s))',
+                           candidate, tbl, col, n);
+            SELECT cl.oid INTO STRICT idx FROM pg_class cl
+            WHERE cl.relnamespace = nsp AND cl.relname = candidate;
+        END IF;
+        RETURN NEXT idx::regclass;
     END LOOP;
 END
 $$;
@@ -444,6 +524,7 @@ $$;
 -- How many rows 'skip' triggers have dropped in this session; resets it.
 CREATE FUNCTION simhash_skipped(reset boolean DEFAULT false) RETURNS bigint
     LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n bigint := coalesce(nullif(current_setting('simhash.skipped', true), ''), '0')::bigint;
@@ -461,6 +542,7 @@ $$;
 --       FOR EACH STATEMENT EXECUTE FUNCTION simhash_near_unique_report();
 CREATE FUNCTION simhash_near_unique_report() RETURNS trigger
     LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     n bigint := @extschema@.simhash_skipped(true);
@@ -490,9 +572,8 @@ CREATE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
                                  key_col name DEFAULT 'id', singletons boolean DEFAULT true)
     RETURNS TABLE (id bigint, cluster bigint)
     LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
-AS $$
-    SELECT * FROM @extschema@.simhash_clusters_query(
-        format('SELECT %I::bigint, %I::bigint FROM %s WHERE %I IS NOT NULL',
-               key_col, fp_col, tbl, fp_col),
-        k, singletons)
-$$;
+BEGIN ATOMIC
+    SELECT c.id, c.cluster FROM @extschema@.simhash_clusters_query(
+        pg_catalog.format('SELECT %I::bigint, %I::bigint FROM %s WHERE %I IS NOT NULL', key_col, fp_col, tbl, fp_col),
+        k, singletons) c;
+END;

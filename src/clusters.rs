@@ -32,25 +32,37 @@ fn simhash_clusters_query(
     let mut last_notice = Instant::now();
     let mut rows: Vec<(i64, u64)> = Vec::new();
     Spi::connect(|client| {
-        let mut cursor = client.open_cursor(query, &[]);
+        let simhash64 = simhash64_type(client);
+        let mut cursor = match client.try_open_cursor(query, &[]) {
+            Ok(cursor) => cursor,
+            Err(e) => errors::spi_failed("simhash_clusters_query", &e),
+        };
+        let mut shape = None;
         loop {
-            let batch = cursor.fetch(FETCH).expect("fetching from the cursor");
+            let mut batch = match cursor.fetch(FETCH) {
+                Ok(batch) => batch,
+                Err(e) => errors::spi_failed("simhash_clusters_query", &e),
+            };
+            let (key_type, fp_type) = match shape {
+                Some(shape) => shape,
+                None => *shape.insert(query_shape(&batch, simhash64)),
+            };
             if batch.is_empty() {
                 break;
             }
-            for row in batch {
-                let key: Option<i64> = row.get(1).expect("a bigint key");
-                let fp: Option<i64> = row.get(2).expect("a bigint fingerprint");
+            while batch.next().is_some() {
+                let key = batch.get_datum_by_ordinal(1).ok().flatten();
+                let fp = batch.get_datum_by_ordinal(2).ok().flatten();
                 if let (Some(key), Some(fp)) = (key, fp) {
-                    rows.push((key, fp as u64));
+                    rows.push((integer(key, key_type), integer(fp, fp_type) as u64));
                 }
             }
             // SPI keeps every fetched batch until the connection ends:
             // free this one now, or the rows are held twice while they
             // are clustered (bench/clusters.sh: 155 MB peak at 1M rows
             // without this, 134 MB with it).
-            // SAFETY: SPI_tuptable is the batch just read, which nothing
-            // refers to any more (`batch` was consumed by the loop above).
+            // SAFETY: SPI_tuptable is the batch just read, which is not
+            // read again (`batch` is not used after this point).
             unsafe { pgrx::pg_sys::SPI_freetuptable(pgrx::pg_sys::SPI_tuptable) };
             pgrx::check_for_interrupts!();
             if last_notice.elapsed() >= NOTICE_EVERY {
@@ -88,6 +100,66 @@ fn simhash_clusters_query(
     };
     drop(rows);
     TableIterator::new(clusters)
+}
+
+/// The OID of the extension's `simhash64` type, looked up through the
+/// catalogs (never the caller's search_path).
+fn simhash64_type(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
+    client
+        .select(
+            "SELECT t.oid FROM pg_catalog.pg_type t \
+             JOIN pg_catalog.pg_extension e ON e.extnamespace OPERATOR(pg_catalog.=) t.typnamespace \
+             WHERE e.extname OPERATOR(pg_catalog.=) 'simhash' \
+               AND t.typname OPERATOR(pg_catalog.=) 'simhash64'",
+            Some(1),
+            &[],
+        )
+        .ok()?
+        .first()
+        .get_one::<pg_sys::Oid>()
+        .ok()
+        .flatten()
+}
+
+/// The types of a clustering query's two columns: the key (smallint,
+/// integer or bigint) and the fingerprint (simhash64 or bigint). Anything
+/// else is a 42804 error naming what is expected.
+fn query_shape(
+    batch: &pgrx::spi::SpiTupleTable<'_>,
+    simhash64: Option<pg_sys::Oid>,
+) -> (pg_sys::Oid, pg_sys::Oid) {
+    let columns = batch.columns().unwrap_or(0);
+    let type_of = |n: usize| batch.column_type_oid(n).map(|t| t.value()).ok();
+    let key = if columns == 2 { type_of(1) } else { None };
+    let fp = if columns == 2 { type_of(2) } else { None };
+    let key_ok = key.filter(|t| [pg_sys::INT2OID, pg_sys::INT4OID, pg_sys::INT8OID].contains(t));
+    let fp_ok = fp.filter(|&t| t == pg_sys::INT8OID || Some(t) == simhash64);
+    match (key_ok, fp_ok) {
+        (Some(key), Some(fp)) => (key, fp),
+        _ => {
+            let found: Vec<String> = (1..=columns)
+                .map(|n| type_of(n).map_or_else(|| "?".into(), type_name))
+                .collect();
+            errors::cluster_query_shape(&found)
+        }
+    }
+}
+
+fn type_name(oid: pg_sys::Oid) -> String {
+    // SAFETY: format_type_be returns a palloc'd name for any type OID.
+    unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(oid)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The value of a smallint, integer, bigint or simhash64 datum: all are
+/// passed by value, a simhash64 with the bits of a bigint.
+fn integer(datum: pg_sys::Datum, ty: pg_sys::Oid) -> i64 {
+    match ty {
+        pg_sys::INT2OID => i64::from(datum.value() as i16),
+        pg_sys::INT4OID => i64::from(datum.value() as i32),
+        _ => datum.value() as i64,
+    }
 }
 
 /// The progress NOTICE: rows, buckets done of the current pass, elapsed.

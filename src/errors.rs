@@ -30,16 +30,6 @@ pub fn invalid_simhash64_literal(literal: &[u8], why: &simhash_core::hex::ParseE
     )
 }
 
-/// 22023: `simhash_band` asked for a band that does not exist.
-pub fn band_out_of_range(n: i32) -> ! {
-    raise(
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        format!("simhash band {n} is out of range"),
-        Some("A simhash64 has bands 0 to 3; band 0 is the most significant 16 bits.".into()),
-        None,
-    )
-}
-
 /// 22026: a `bit` string of the wrong length cast to `simhash64`.
 pub fn bit_length_mismatch(len: i32) -> ! {
     raise(
@@ -58,16 +48,6 @@ pub fn database_not_utf8(encoding: &str) -> ! {
         "simhash() requires a UTF8 database".into(),
         Some(format!("The database encoding is {encoding}.")),
         Some("Create the database with ENCODING 'UTF8'."),
-    )
-}
-
-/// 22023: a negative distance bound.
-pub fn negative_distance(k: i32) -> ! {
-    raise(
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        format!("simhash distance bound {k} is negative"),
-        Some("A Hamming distance bound is 0 to 64.".into()),
-        None,
     )
 }
 
@@ -91,5 +71,32 @@ pub fn too_many_fingerprints(distinct: usize) -> ! {
             u32::MAX
         )),
         Some("Cluster the table in parts, for example by a range of keys."),
+    )
+}
+
+/// 42804: a clustering query whose rows are not (key, fingerprint).
+pub fn cluster_query_shape(found: &[String]) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+        "simhash_clusters_query: the query must return two columns, a key and a fingerprint".into(),
+        Some(format!(
+            "It returns {} column{}{}{}.",
+            found.len(),
+            if found.len() == 1 { "" } else { "s" },
+            if found.is_empty() { "" } else { ": " },
+            found.join(", ")
+        )),
+        Some("Return the key as smallint, integer or bigint and the fingerprint as simhash64 or bigint, in that order."),
+    )
+}
+
+/// The error of a query run through SPI, when it comes back as a value
+/// rather than as PostgreSQL's own error (which keeps its SQLSTATE).
+pub fn spi_failed(what: &str, e: &pgrx::spi::SpiError) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_CURSOR_DEFINITION,
+        format!("{what}: could not read the query's rows"),
+        Some(e.to_string()),
+        None,
     )
 }

@@ -36,10 +36,13 @@
 use pgrx::pg_sys::{self, Node, NodeTag, Oid};
 use pgrx::prelude::*;
 use pgrx::{is_a, PgList};
-use simhash_core::probe::{band_neighbors, probe_radius, MAX_PROBED_K};
+use simhash_core::probe::{
+    at_most_decimal, at_most_float, at_most_int, band_neighbors, probe_radius, EVERY_DISTANCE,
+    MAX_PROBED_K,
+};
 
-use crate::errors;
 use crate::nodes::{call, copy, int4_const, int4_value, list, lookup_function, op};
+use crate::rewrite::unstable;
 
 // Fixed OIDs of PostgreSQL's built-in int4 `=` and `<=` and of `int4eq`
 // (pg_operator.dat / pg_proc.dat: bootstrap OIDs, the same in every
@@ -48,30 +51,65 @@ const INT4_EQ_OP: Oid = Oid::from_u32(96);
 const INT4_EQ_FN: Oid = Oid::from_u32(65);
 const INT4_LE_OP: Oid = Oid::from_u32(523);
 
-/// `simhash_within(a, b, k)`: `hamming(a, b) <= k`. A negative `k` is an
-/// error rather than an empty answer: it is always a mistake.
+/// `simhash_within(a, b, k)`: `hamming(a, b) <= k`, false for a negative
+/// `k` as the comparison is. Raises no error (it is LEAKPROOF).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_within_fn(a: i64, b: i64, k: i32) -> bool {
-    if k < 0 {
-        errors::negative_distance(k);
-    }
-    simhash_core::hamming(a as u64, b as u64) <= k as u32
+    k >= 0 && simhash_core::hamming(a as u64, b as u64) <= k as u32
 }
 
 /// `simhash_band_neighbors(fp, n, k)`: every value band `n` of a fingerprint
-/// within distance `k` of `fp` can have, as an int array.
+/// within distance `k` of `fp` can have, as an int array: empty for a
+/// negative `k`, NULL for a band that does not exist. Raises no error (it
+/// is LEAKPROOF).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
-fn simhash_band_neighbors_fn(fp: i64, n: i32, k: i32) -> Vec<i32> {
+fn simhash_band_neighbors_fn(fp: i64, n: i32, k: i32) -> Option<Vec<i32>> {
+    let band = simhash_core::band(fp as u64, i64::from(n))?;
     if k < 0 {
-        errors::negative_distance(k);
+        return Some(Vec::new());
     }
-    let Some(band) = simhash_core::band(fp as u64, i64::from(n)) else {
-        errors::band_out_of_range(n)
-    };
-    band_neighbors(band, probe_radius(k as u32))
-        .into_iter()
-        .map(i32::from)
-        .collect()
+    Some(
+        band_neighbors(band, probe_radius(k as u32))
+            .into_iter()
+            .map(i32::from)
+            .collect(),
+    )
+}
+
+// `simhash_bound(bound, below)` for each numeric type: see
+// `simhash_core::probe::at_most_int` and the SQL comment. LEAKPROOF: none
+// raises an error for any value.
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bound_int2(bound: i16, below: bool) -> i32 {
+    at_most_int(i64::from(bound), below)
+}
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bound_int4(bound: i32, below: bool) -> i32 {
+    at_most_int(i64::from(bound), below)
+}
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bound_int8(bound: i64, below: bool) -> i32 {
+    at_most_int(bound, below)
+}
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bound_float4(bound: f32, below: bool) -> i32 {
+    at_most_float(f64::from(bound), below)
+}
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bound_float8(bound: f64, below: bool) -> i32 {
+    at_most_float(bound, below)
+}
+
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bound_numeric(bound: AnyNumeric, below: bool) -> i32 {
+    // numeric's own text form is exact; PostgreSQL always prints a valid
+    // one, so the fallback (every distance, as for NaN) is never taken.
+    at_most_decimal(&bound.to_string(), below).unwrap_or(EVERY_DISTANCE)
 }
 
 #[unsafe(no_mangle)]
@@ -136,6 +174,11 @@ unsafe fn eq_any(left: *mut Node, right: *mut Node) -> *mut Node {
     saop.cast()
 }
 
+/// Whether `node` is a column of a relation of this query level.
+unsafe fn local_column(node: *mut Node) -> bool {
+    is_a(node, NodeTag::T_Var) && (*node.cast::<pg_sys::Var>()).varlevelsup == 0
+}
+
 /// The rewritten form of `simhash_within(a, b, k)`, or `None` to keep the
 /// call as it is.
 unsafe fn simplify(fcall: *mut pg_sys::FuncExpr) -> Option<*mut Node> {
@@ -144,23 +187,28 @@ unsafe fn simplify(fcall: *mut pg_sys::FuncExpr) -> Option<*mut Node> {
         return None;
     }
     let (mut a, mut b, k) = (args.get_ptr(0)?, args.get_ptr(1)?, args.get_ptr(2)?);
+    // Each operand is copied into several conditions: one that could give
+    // another value each time it is evaluated (a volatile function, a
+    // sub-select ordered by random()) is left to the plain call, which
+    // evaluates it once.
+    if unstable(a) || unstable(b) || unstable(k) {
+        return None;
+    }
     // The first argument's bands are compared with the index; when only the
-    // second is a column, swap them (the distance is symmetric).
-    if !is_a(a, NodeTag::T_Var) && is_a(b, NodeTag::T_Var) {
+    // second is a column of this query level, swap them (the distance is
+    // symmetric). A column of an outer query is a constant here.
+    if !local_column(a) && local_column(b) {
         std::mem::swap(&mut a, &mut b);
     }
     let k_const = if is_a(k, NodeTag::T_Const) {
-        // NULL gives NULL, as the strict call would; a negative bound is an
-        // error at run time; a large one is answered by a scan.
+        // NULL gives NULL and a negative bound false, as the call does; a
+        // large one is answered by a scan.
         let v = int4_value(k)?;
         if v < 0 || v as u32 > MAX_PROBED_K {
             return None;
         }
         Some(v)
     } else {
-        if pg_sys::contain_volatile_functions(k) {
-            return None; // evaluating it twice could disagree
-        }
         None
     };
     let f = Functions::lookup(

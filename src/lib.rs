@@ -4,6 +4,7 @@
 use pgrx::prelude::*;
 
 mod clusters;
+mod compat;
 mod errors;
 mod functions;
 mod index;

@@ -29,6 +29,14 @@ pub unsafe fn int4_const(v: i32) -> *mut Node {
     .cast()
 }
 
+/// A boolean constant.
+///
+/// # Safety
+/// Allocates in the current memory context.
+pub unsafe fn bool_const(v: bool) -> *mut Node {
+    pg_sys::makeBoolConst(v, false)
+}
+
 /// The value of an int4 `Const`, `None` for a NULL or anything else.
 ///
 /// # Safety

@@ -81,11 +81,14 @@ CREATE VIEW near_one AS SELECT id FROM docs WHERE fp <~> 'a5a55a5a0f0ff0f0' <= 3
 SELECT pg_get_viewdef('near_one');
 SELECT count(*) FROM near_one;
 
--- Errors: a negative bound is 22023, however it is written.
-SELECT outcome('SELECT count(*) FROM docs WHERE fp <~> ''0123456789abcdef'' <= -1');
-SELECT outcome('SELECT simhash_within(''0123456789abcdef'', ''0123456789abcdef'', -3)');
-SELECT outcome('SELECT simhash_band_neighbors(''0123456789abcdef'', 0, -1)');
-SELECT outcome('SELECT simhash_band_neighbors(''0123456789abcdef'', 4, 3)');
+-- A negative bound matches nothing, however it is written (as the plain
+-- comparison does: the rewrite never changes an answer), and the band
+-- functions raise no error (they are LEAKPROOF): a band that does not
+-- exist is NULL.
+SELECT count(*) FROM docs WHERE fp <~> '0123456789abcdef' <= -1;
+SELECT simhash_within('0123456789abcdef', '0123456789abcdef', -3);
+SELECT simhash_band_neighbors('0123456789abcdef', 0, -1);
+SELECT simhash_band_neighbors('0123456789abcdef', 4, 3) IS NULL AS no_band_4;
 -- ... while bounds nothing can meet are simply empty.
 SELECT count(*) FROM docs WHERE fp <~> '0123456789abcdef' < 0;
 SELECT count(*) FROM docs WHERE fp <~> '0123456789abcdef' <= NULL;

@@ -27,8 +27,8 @@ SELECT simhash_band('0123456789abcdef', 0) = x'0123'::int AS b0,
        simhash_band('0123456789abcdef', 2) = x'89ab'::int AS b2,
        simhash_band('0123456789abcdef', 3) = x'cdef'::int AS b3,
        simhash_band('ffffffffffffffff', 0) AS max_band;
-SELECT simhash_band('0123456789abcdef', 4);
-SELECT n, outcome(format('SELECT simhash_band(%L, %s)', '0123456789abcdef', n))
+-- Any other band is NULL, never an error: simhash_band is LEAKPROOF.
+SELECT n, simhash_band('0123456789abcdef', n) IS NULL AS is_null
 FROM (VALUES (-1), (4), (2147483647), (-2147483648)) v(n);
 SELECT simhash_band(NULL, 0) IS NULL AS null_fp, simhash_band('0123456789abcdef', NULL) IS NULL AS null_n;
 -- Three differing bits leave at least one band equal (the pigeonhole rule).

@@ -44,6 +44,90 @@ pub fn neighbor_count(radius: u32) -> usize {
     total
 }
 
+/// The bound that matches no distance: `d <= -1` holds for none.
+pub const NO_DISTANCE: i32 = -1;
+/// The bound that matches every distance of two 64-bit fingerprints.
+pub const EVERY_DISTANCE: i32 = 64;
+
+/// The whole-number `k` for which `d <= k` holds for exactly the distances
+/// `d` (0 to 64) with `d <= bound`, or with `d < bound` when `below`:
+/// clamped to [`NO_DISTANCE`]..=[`EVERY_DISTANCE`], so that no bound, not
+/// even `i64::MIN`, overflows.
+pub fn at_most_int(bound: i64, below: bool) -> i32 {
+    let k = if below {
+        bound.saturating_sub(1)
+    } else {
+        bound
+    };
+    k.clamp(i64::from(NO_DISTANCE), i64::from(EVERY_DISTANCE)) as i32
+}
+
+/// [`at_most_int`] for `d < bound`.
+pub fn at_most_below_int(bound: i64) -> i32 {
+    at_most_int(bound, true)
+}
+
+/// [`at_most_int`] for a floating-point bound, compared with the distance
+/// as a float (exact: distances are small integers). NaN matches every
+/// distance, as PostgreSQL orders NaN above every number.
+pub fn at_most_float(bound: f64, below: bool) -> i32 {
+    if bound.is_nan() {
+        return EVERY_DISTANCE;
+    }
+    let k = if below {
+        bound.ceil() - 1.0
+    } else {
+        bound.floor()
+    };
+    k.clamp(f64::from(NO_DISTANCE), f64::from(EVERY_DISTANCE)) as i32
+}
+
+/// [`at_most_int`] for a decimal bound in PostgreSQL's `numeric` output
+/// form (`-12.50`, `NaN`, `Infinity`, `-Infinity`), exactly: no rounding
+/// through floating point. `None` for text not of that form.
+pub fn at_most_decimal(text: &str, below: bool) -> Option<i32> {
+    match text {
+        "NaN" | "Infinity" => return Some(EVERY_DISTANCE),
+        "-Infinity" => return Some(NO_DISTANCE),
+        _ => {}
+    }
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    let whole = whole.trim_start_matches('0');
+    if whole.len() > 3 {
+        // At least 1000 in size: beyond every distance either way.
+        return Some(if negative {
+            NO_DISTANCE
+        } else {
+            EVERY_DISTANCE
+        });
+    }
+    let magnitude: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let has_fraction = i64::from(fraction.bytes().any(|c| c != b'0'));
+    // floor and ceiling of the value.
+    let (floor, ceil) = if negative {
+        (-magnitude - has_fraction, -magnitude)
+    } else {
+        (magnitude, magnitude + has_fraction)
+    };
+    Some(if below {
+        at_most_int(ceil, true)
+    } else {
+        at_most_int(floor, false)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +191,114 @@ mod tests {
         assert_eq!(hamming(a, b), 7);
         assert!((0..4).all(|n| band(a, n) != band(b, n)));
         assert_eq!(probe_radius(7), 1);
+    }
+
+    /// Every distance 0..=64 compared with `bound` directly and through
+    /// the whole-number bound.
+    fn agrees(bound: f64, below: bool, k: i32) -> bool {
+        (0..=64).all(|d| {
+            let direct = if below {
+                f64::from(d) < bound
+            } else {
+                f64::from(d) <= bound
+            };
+            direct == (d <= k)
+        })
+    }
+
+    #[test]
+    fn whole_number_bounds_mean_what_the_comparison_means() {
+        let ints = [
+            i64::MIN,
+            i64::from(i32::MIN),
+            -65,
+            -2,
+            -1,
+            0,
+            1,
+            3,
+            4,
+            11,
+            63,
+            64,
+            65,
+            i64::from(i32::MAX),
+            i64::MAX,
+        ];
+        for &b in &ints {
+            for below in [false, true] {
+                let k = at_most_int(b, below);
+                assert!((NO_DISTANCE..=EVERY_DISTANCE).contains(&k));
+                assert!(agrees(b as f64, below, k), "{b} below={below} -> {k}");
+            }
+        }
+        assert_eq!(at_most_below_int(i64::from(i32::MIN)), NO_DISTANCE);
+        assert_eq!(at_most_below_int(4), 3);
+    }
+
+    #[test]
+    fn float_bounds_mean_what_the_comparison_means() {
+        let floats = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -1.5,
+            -0.5,
+            -0.0,
+            0.0,
+            0.5,
+            1.0,
+            3.5,
+            3.999_999,
+            4.0,
+            11.2,
+            63.5,
+            64.0,
+            64.5,
+            1e300,
+            f64::INFINITY,
+        ];
+        for &b in &floats {
+            for below in [false, true] {
+                let k = at_most_float(b, below);
+                assert!(agrees(b, below, k), "{b} below={below} -> {k}");
+            }
+        }
+        assert_eq!(at_most_float(f64::NAN, false), EVERY_DISTANCE);
+        assert_eq!(at_most_float(f64::NAN, true), EVERY_DISTANCE);
+    }
+
+    #[test]
+    fn decimal_bounds_are_exact() {
+        for (text, below, want) in [
+            ("3", false, 3),
+            ("3", true, 2),
+            ("3.5", false, 3),
+            ("3.5", true, 3),
+            ("3.000", true, 2),
+            ("3.9999999999999999999999", false, 3),
+            ("3.0000000000000000000001", true, 3),
+            ("0", true, -1),
+            ("0.5", true, 0),
+            ("-0.5", false, -1),
+            ("-0.5", true, -1),
+            ("-1", false, -1),
+            ("64", false, 64),
+            ("63.1", true, 63),
+            ("000012", false, 12),
+            ("123456789012345678901234567890", false, 64),
+            ("-123456789012345678901234567890.5", true, -1),
+            ("NaN", false, 64),
+            ("Infinity", true, 64),
+            ("-Infinity", false, -1),
+        ] {
+            assert_eq!(
+                at_most_decimal(text, below),
+                Some(want),
+                "{text} below={below}"
+            );
+        }
+        for bad in ["", "-", "1e5", "abc", "1.2.3", ".5"] {
+            assert_eq!(at_most_decimal(bad, false), None, "{bad:?}");
+        }
     }
 }

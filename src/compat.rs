@@ -1,0 +1,47 @@
+//! The one place where the PostgreSQL versions this extension builds for
+//! differ in an API it calls. Everything else in the glue is the same
+//! source on every version.
+//!
+//! - `expression_tree_mutator`: a function with an untyped callback up to
+//!   PostgreSQL 15; from 16 on a macro over `expression_tree_mutator_impl`
+//!   with a typed one. (The walkers differ the same way, but pgrx 0.18
+//!   already gives them one typed signature on every version.)
+
+use std::ffi::c_void;
+
+use pgrx::pg_sys::{self, Node};
+
+/// A node mutator: returns the node to put in place of `node`.
+pub type Mutator = unsafe extern "C-unwind" fn(*mut Node, *mut c_void) -> *mut Node;
+
+/// PostgreSQL's `expression_tree_mutator`: a copy of `node` whose children
+/// are what `mutator` returns for them.
+///
+/// # Safety
+/// `node` is a valid expression tree; `mutator` follows PostgreSQL's
+/// mutator protocol.
+#[cfg(feature = "pg15")]
+pub unsafe fn expression_tree_mutator(
+    node: *mut Node,
+    mutator: Mutator,
+    context: *mut c_void,
+) -> *mut Node {
+    // SAFETY: up to PostgreSQL 15 the callback is declared without a
+    // prototype and called with (node, context): the same ABI.
+    let callback: unsafe extern "C-unwind" fn() -> *mut Node = std::mem::transmute(mutator);
+    pg_sys::expression_tree_mutator(node, Some(callback), context)
+}
+
+/// PostgreSQL's `expression_tree_mutator` (from 16 on, the function behind
+/// the macro of that name).
+///
+/// # Safety
+/// As above.
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+pub unsafe fn expression_tree_mutator(
+    node: *mut Node,
+    mutator: Mutator,
+    context: *mut c_void,
+) -> *mut Node {
+    pg_sys::expression_tree_mutator_impl(node, Some(mutator), context)
+}
