@@ -1,33 +1,34 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL 15 cluster for the demo, the tests and the
-# benchmarks, with the simhash library preloaded.
+# A throwaway PostgreSQL cluster for the demo, the tests and the
+# benchmarks, with the simhash library preloaded: version 15 unless
+# SIMHASH_PG says otherwise (each version has its own cluster and port).
 #
 #   scripts/cluster.sh start     initdb if needed, then (re)start
 #   scripts/cluster.sh stop
 #   scripts/cluster.sh env       print PGHOST/PGPORT/PGUSER exports
 #   scripts/cluster.sh destroy   stop and delete the data directory
 #
-# The data directory is `.pgdata` in the checkout, or, when the server's
-# user cannot reach the checkout (a root-owned clone in a private
-# directory), a directory under /tmp named after the checkout. The server
-# listens only on a Unix socket inside the data directory, on port
-# $SIMHASH_PGPORT (default 54329), so it never meets another server.
-# SIMHASH_PGDATA overrides the data directory.
+# The data directory is `.pgdata-pg<version>` in the checkout, or, when
+# the server's user cannot reach the checkout (a root-owned clone in a
+# private directory), a directory under /tmp named after the checkout. The
+# server listens only on a Unix socket inside the data directory, on port
+# $SIMHASH_PGPORT (default 543<version>: 54315, 54316, 54318), so it never
+# meets another server. SIMHASH_PGDATA overrides the data directory.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-PORT=${SIMHASH_PGPORT:-54329}
+PORT=${SIMHASH_PGPORT:-543$PG_MAJOR}
 
 data_dir() {
     if [ -n "${SIMHASH_PGDATA:-}" ]; then
         printf '%s' "$SIMHASH_PGDATA"
         return
     fi
-    local d="$ROOT/.pgdata"
+    local d="$ROOT/.pgdata-pg$PG_MAJOR"
     if [ "$SERVER_USER" != "$(id -un)" ]; then
         # Can the server's user reach the checkout?
         if ! sudo -u "$SERVER_USER" test -x "$ROOT" 2>/dev/null; then
-            d="/tmp/simhash-pgdata-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)"
+            d="/tmp/simhash-pgdata-pg$PG_MAJOR-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)"
         fi
     fi
     printf '%s' "$d"
@@ -36,13 +37,18 @@ data_dir() {
 PGDATA_DIR=$(data_dir)
 
 start() {
+    require_pg
     if [ ! -f "$PGDATA_DIR/PG_VERSION" ]; then
         log "creating a throwaway cluster in $PGDATA_DIR"
         mkdir -p "$PGDATA_DIR"
         [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$PGDATA_DIR"
         chmod 700 "$PGDATA_DIR"
+        # No data checksums: PostgreSQL 18's initdb turns them on by
+        # default, and pg_upgrade needs both sides alike.
+        local checksums=()
+        [ "$PG_MAJOR" -lt 18 ] || checksums=(--no-data-checksums)
         as_server "$PG_BIN/initdb" -D "$PGDATA_DIR" -E UTF8 --locale=C -U "$SERVER_USER" \
-            --auth=trust >/dev/null
+            --auth=trust "${checksums[@]}" >/dev/null
         as_server tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null <<CONF
 # added by scripts/cluster.sh
 port = $PORT
@@ -76,8 +82,8 @@ stop() {
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
-    env) printf 'export PGHOST=%q PGPORT=%q PGUSER=%q PGDATA_DIR=%q\n' \
-             "$PGDATA_DIR" "$PORT" "$SERVER_USER" "$PGDATA_DIR" ;;
+    env) printf 'export PGHOST=%q PGPORT=%q PGUSER=%q PGDATA_DIR=%q PATH=%q\n' \
+             "$PGDATA_DIR" "$PORT" "$SERVER_USER" "$PGDATA_DIR" "$PG_BIN:$PATH" ;;
     destroy) stop; rm -rf "$PGDATA_DIR" ;;
     *) die "usage: $0 start|stop|env|destroy" ;;
 esac

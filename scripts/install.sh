@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the extension (release) and installs it into Debian's PostgreSQL 15.
+# Builds the extension (release) for PostgreSQL $SIMHASH_PG (default 15)
+# and installs it into that server's directories.
 #
 # Files are put in place by rename, never overwritten: a server that has the
 # old library mapped (every server with it in shared_preload_libraries)
@@ -9,9 +10,12 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 cd "$ROOT"
-log "building the extension (release)"
-out="$ROOT/target/package"
-cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$out" >/dev/null
+require_pg
+log "building the extension (release) for PostgreSQL $PG_MAJOR"
+out="$ROOT/target/package-pg$PG_MAJOR"
+rm -rf "$out"
+cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_MAJOR" \
+    --out-dir "$out" >/dev/null
 log "installing it into PostgreSQL $PG_MAJOR"
 (cd "$out" && find . -type f) | while read -r f; do
     dest="/${f#./}"

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Every test, from a fresh machine: set-up, lint, core unit and golden
-# tests, in-server #[pg_test]s, then the SQL regression files against a
-# throwaway cluster with the release build installed.
+# tests once; then, for each PostgreSQL version of $SIMHASH_PG_VERSIONS
+# (default "15 16 18"; SIMHASH_PG_VERSIONS=16 make test for a fast loop on
+# one), the in-server #[pg_test]s, the SQL regression files, the
+# concurrency, upgrade and dump/restore tests against a throwaway cluster of
+# that version with the release build installed. Then, where the versions
+# are there: the major-version upgrade 16 -> 18 (pg_upgrade and
+# dump/restore), and the .deb installed with apt into Debian's or PGDG's
+# server and smoke-tested.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 cd "$ROOT"
+started=$SECONDS
 
 "$ROOT/scripts/setup.sh"
 
@@ -17,23 +24,50 @@ cargo clippy --workspace --all-targets --features pg_test -- -D warnings
 log "core unit and golden tests"
 cargo test -p simhash-core -p simhash-bench
 
-log "in-server tests (cargo pgrx test)"
-# The test cluster's directory must belong to the server's user.
 pgrx_data=$(mktemp -d /tmp/simhash-pgrx-test.XXXXXX)
 trap 'rm -rf "$pgrx_data" 2>/dev/null || $SUDO rm -rf "$pgrx_data"' EXIT
 [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$pgrx_data"
-cargo pgrx test pg$PG_MAJOR --runas "$SERVER_USER" --pgdata "$pgrx_data/data"
 
-log "SQL regression tests"
-# `cargo pgrx test` installed its test build; put the release build back.
-"$ROOT/scripts/install.sh"
-"$ROOT/scripts/cluster.sh" start
-"$ROOT/scripts/regress.sh"
-log "concurrent ingest through the near-unique trigger"
-"$ROOT/test/concurrency.sh"
-log "upgrades from 0.1.0, 0.2.0 and 0.3.0"
-"$ROOT/test/upgrade.sh"
-log "dump and restore"
-"$ROOT/test/dump_restore.sh"
-"$ROOT/scripts/cluster.sh" stop
-log "all tests passed"
+for v in $PG_VERSIONS; do
+    export SIMHASH_PG=$v
+    # Re-read the settings of this version (PG_CONFIG, PG_BIN, ...).
+    . "$ROOT/scripts/common.sh"
+    require_pg
+    log "PostgreSQL $v: in-server tests (cargo pgrx test)"
+    # The test cluster's directory must belong to the server's user.
+    rm -rf "${pgrx_data:?}/data"
+    cargo pgrx test "pg$v" --runas "$SERVER_USER" --pgdata "$pgrx_data/data"
+
+    log "PostgreSQL $v: SQL regression tests"
+    # `cargo pgrx test` installed its test build; put the release build back.
+    "$ROOT/scripts/install.sh"
+    "$ROOT/scripts/cluster.sh" start
+    "$ROOT/scripts/regress.sh"
+    log "PostgreSQL $v: concurrent ingest through the near-unique trigger"
+    "$ROOT/tests/concurrency.sh"
+    log "PostgreSQL $v: upgrades from 0.1.0, 0.2.0 and 0.3.0"
+    "$ROOT/tests/upgrade.sh"
+    log "PostgreSQL $v: dump and restore"
+    "$ROOT/tests/dump_restore.sh"
+    "$ROOT/scripts/cluster.sh" stop
+done
+
+if [[ " $PG_VERSIONS " == *" 16 "* && " $PG_VERSIONS " == *" 18 "* ]]; then
+    log "major-version upgrade 16 -> 18"
+    "$ROOT/tests/major_upgrade.sh"
+fi
+
+# The package of the first version with a Debian/PGDG server.
+for v in $PG_VERSIONS; do
+    export SIMHASH_PG=$v
+    . "$ROOT/scripts/common.sh"
+    [ "$PG_CONFIG" = "/usr/lib/postgresql/$v/bin/pg_config" ] || continue
+    log "PostgreSQL $v: the .deb"
+    rm -f "$ROOT"/dist/postgresql-"$v"-simhash_*.deb "$ROOT"/dist/simhash-*-pg"$v"-linux-*.tar.gz
+    "$ROOT/scripts/package.sh"
+    "$ROOT/tests/package.sh" "$(ls "$ROOT"/dist/postgresql-"$v"-simhash_*.deb)"
+    # Removing the package removed the library: put the build back.
+    "$ROOT/scripts/install.sh"
+    break
+done
+log "all tests passed on PostgreSQL $(echo $PG_VERSIONS) in $(( (SECONDS - started) / 60 )) min"

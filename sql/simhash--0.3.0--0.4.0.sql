@@ -3,22 +3,20 @@
 \echo Use "ALTER EXTENSION simhash UPDATE TO '0.4.0'" to load this file. \quit
 
 -- SQL and PL/pgSQL objects no longer depend on the caller's search_path:
--- SQL bodies are parsed here (BEGIN ATOMIC) with every name qualified,
--- PL/pgSQL functions pin theirs. The bit cast now also survives a dump
+-- SQL bodies name everything with its schema (simhash_clusters is parsed
+-- here, BEGIN ATOMIC), PL/pgSQL functions pin their path. The bit cast now also survives a dump
 -- and restore, and an extension created in another schema.
 CREATE OR REPLACE FUNCTION simhash64_to_bit(simhash64) RETURNS bit
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-BEGIN ATOMIC
-    SELECT $1::bigint::bit(64);
-END;
+AS $$ SELECT $1::bigint::bit(64) $$;
 
 CREATE OR REPLACE FUNCTION simhash64_from_bit(bit) RETURNS simhash64
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-BEGIN ATOMIC
+AS $$
     SELECT CASE WHEN pg_catalog.length($1) OPERATOR(pg_catalog.=) 64
                 THEN $1::bigint::@extschema@.simhash64
-                ELSE @extschema@.simhash64_bit_length_error(pg_catalog.length($1)) END;
-END;
+                ELSE @extschema@.simhash64_bit_length_error(pg_catalog.length($1)) END
+$$;
 
 CREATE OR REPLACE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
                                  key_col name DEFAULT 'id', singletons boolean DEFAULT true)

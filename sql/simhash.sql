@@ -123,15 +123,17 @@ CREATE OPERATOR CLASS simhash64_hash_ops
 CREATE CAST (simhash64 AS bigint) WITHOUT FUNCTION;
 CREATE CAST (bigint AS simhash64) WITHOUT FUNCTION;
 
--- SQL bodies in this file are parsed when the extension is created
--- (BEGIN ATOMIC) and name everything with its schema: they run the same
--- on any search_path, including pg_dump's empty one, and nothing a user
--- puts on the path can stand in for what they call.
+-- SQL bodies in this file name every function, operator and type with its
+-- schema (`bigint` and `bit` are keywords, always pg_catalog's): they run
+-- the same on any search_path, including pg_dump's empty one, and nothing
+-- a user puts on the path can stand in for what they call. These two keep
+-- a text body rather than BEGIN ATOMIC: a parsed body does not record its
+-- dependency on the WITHOUT FUNCTION casts, so pg_upgrade (which restores
+-- an extension's objects one by one) would create it before the cast and
+-- fail; a text body is only parsed when called, and stays inlinable.
 CREATE FUNCTION simhash64_to_bit(simhash64) RETURNS bit
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-BEGIN ATOMIC
-    SELECT $1::bigint::bit(64);
-END;
+AS $$ SELECT $1::bigint::bit(64) $$;
 
 CREATE FUNCTION simhash64_bit_length_error(integer) RETURNS simhash64
     AS 'MODULE_PATHNAME', 'simhash64_bit_length_error_wrapper'
@@ -139,11 +141,11 @@ CREATE FUNCTION simhash64_bit_length_error(integer) RETURNS simhash64
 
 CREATE FUNCTION simhash64_from_bit(bit) RETURNS simhash64
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-BEGIN ATOMIC
+AS $$
     SELECT CASE WHEN pg_catalog.length($1) OPERATOR(pg_catalog.=) 64
                 THEN $1::bigint::@extschema@.simhash64
-                ELSE @extschema@.simhash64_bit_length_error(pg_catalog.length($1)) END;
-END;
+                ELSE @extschema@.simhash64_bit_length_error(pg_catalog.length($1)) END
+$$;
 
 CREATE CAST (simhash64 AS bit) WITH FUNCTION simhash64_to_bit(simhash64);
 CREATE CAST (bit AS simhash64) WITH FUNCTION simhash64_from_bit(bit);

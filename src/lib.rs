@@ -12,7 +12,17 @@ mod nodes;
 mod rewrite;
 mod types;
 
-::pgrx::pg_module_magic!(name, version);
+/// The module's version as PostgreSQL 18 reports it
+/// (`pg_get_loaded_modules()`). Given explicitly: pgrx 0.18's
+/// `pg_module_magic!(name, version)` puts the version in the name field.
+const MODULE_VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+) {
+    Ok(version) => version,
+    Err(_) => panic!("the package version has no NUL byte"),
+};
+
+::pgrx::pg_module_magic!(name = c"simhash", version = MODULE_VERSION);
 
 extension_sql_file!("../sql/simhash.sql", name = "simhash_surface", bootstrap);
 

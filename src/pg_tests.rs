@@ -1,5 +1,5 @@
 //! In-server tests (`cargo pgrx test`): what needs a running backend. The
-//! SQL-visible edge cases live in `test/sql`, with expected output.
+//! SQL-visible edge cases live in `tests/sql`, with expected output.
 
 use pgrx::prelude::*;
 
@@ -86,5 +86,20 @@ mod tests {
         .expect("the query runs");
         assert_eq!(row.0, row.1);
         assert!(row.0.is_some_and(|d| (0..=64).contains(&d)));
+    }
+
+    #[cfg(feature = "pg18")]
+    #[pg_test]
+    fn postgresql_18_lists_the_module_by_name_and_version() {
+        let row = Spi::get_two::<String, String>(
+            "SELECT module_name, version FROM pg_get_loaded_modules() WHERE file_name = 'simhash.so'",
+        );
+        assert_eq!(
+            row,
+            Ok((
+                Some("simhash".to_string()),
+                Some(env!("CARGO_PKG_VERSION").to_string())
+            ))
+        );
     }
 }

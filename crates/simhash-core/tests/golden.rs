@@ -7,7 +7,7 @@
 //! is deliberate, bump the definition's version in the README, explain the
 //! migration, and update these values in the same commit.
 //!
-//! The same vectors are checked through SQL in `test/sql/fingerprint.sql`.
+//! The same vectors are checked through SQL in `tests/sql/fingerprint.sql`.
 
 use simhash_core::{hex, Fingerprinter, Version};
 
@@ -43,7 +43,7 @@ const GOLDEN: &[(&str, Option<&str>)] = &[
 
 /// Definition version 2 (extension 0.2's `simhash(text)`). Produced by
 /// `Fingerprinter::fingerprint_as(Version::V2, text)` when version 2 was
-/// made, and checked through SQL in `test/sql/fingerprint.sql`. Where
+/// made, and checked through SQL in `tests/sql/fingerprint.sql`. Where
 /// version 2 equals version 1 the text has no traditional character, no
 /// token outside the IDF table that sits beside one inside it, and no
 /// token more than 3 times.
@@ -81,7 +81,7 @@ const GOLDEN_V2: &[(&str, Option<&str>)] = &[
 
 /// Definition version 3 (extension 0.3's `simhash(text)`). Produced by
 /// `cargo run -p simhash-core --example fp v3` when version 3 was made, and
-/// checked through SQL in `test/sql/fingerprint.sql`.
+/// checked through SQL in `tests/sql/fingerprint.sql`.
 const GOLDEN_V3: &[(&str, Option<&str>)] = &[
     ("中华人民共和国成立于1949年，首都是北京。", Some("2990d2b8bbc759a6")),
     // Traditional characters fold, as in version 2.

@@ -115,9 +115,8 @@ RESET search_path;
 SELECT what, count(*) FROM hostile.calls GROUP BY what ORDER BY what;
 SELECT count(*) AS hijacked_calls FROM hostile.calls;
 
--- The functions that build SQL or run as triggers pin their path; the SQL
--- functions are bodies parsed at creation (BEGIN ATOMIC), bound to what
--- they call then.
+-- The PL/pgSQL functions pin their path; the SQL functions name every
+-- object with its schema (simhash_clusters is also parsed at creation).
 SELECT p.proname, l.lanname AS language,
        coalesce(array_to_string(p.proconfig, ', '), '') AS config,
        p.prosqlbody IS NOT NULL AS atomic_body
