@@ -100,3 +100,32 @@ pub fn spi_failed(what: &str, e: &pgrx::spi::SpiError) -> ! {
         None,
     )
 }
+
+/// 54000: `simhash_features` on a text with more distinct features than
+/// one listing holds (each row is held in memory until the set is
+/// returned).
+pub fn too_many_features(limit: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        format!("simhash_features: text has more than {limit} distinct features"),
+        Some(format!(
+            "One call lists at most {limit} distinct features, of at most {} bytes in all.",
+            simhash_core::fingerprint::MAX_FEATURE_BYTES
+        )),
+        Some("Call it on a shorter part of the text; simhash() itself has no such limit."),
+    )
+}
+
+/// 54000: `simhash_features` on a text whose distinct features are more
+/// bytes in all than one listing holds.
+pub fn features_too_long(limit: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        format!("simhash_features: the distinct features of the text are more than {limit} bytes"),
+        Some(format!(
+            "One call lists at most {} distinct features, of at most {limit} bytes in all.",
+            simhash_core::fingerprint::MAX_FEATURES
+        )),
+        Some("Call it on a shorter part of the text; simhash() itself has no such limit."),
+    )
+}

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use pgrx::prelude::*;
-use simhash_core::{Fingerprinter, Version};
+use simhash_core::{FeaturesError, Fingerprinter, Version};
 
 use crate::errors;
 
@@ -74,13 +74,22 @@ fn simhash_v3_text(text: &[u8]) -> Option<i64> {
     fingerprint(Version::V3, text)
 }
 
+/// The rows of `simhash_features*`: at most
+/// [`simhash_core::fingerprint::MAX_FEATURES`] distinct features of at
+/// most [`simhash_core::fingerprint::MAX_FEATURE_BYTES`] bytes in all, past
+/// which the call fails with 54000 rather than hold rows without end.
 fn features(version: Version, text: &[u8]) -> TableIterator<'static, (String, i64, f64, f64, i64)> {
-    let features = fingerprinter()
-        .features_as(version, utf8_text(text), || {
-            pgrx::check_for_interrupts!();
-            true
-        })
-        .expect("never interrupted");
+    let listed = fingerprinter().features_as(version, utf8_text(text), || {
+        pgrx::check_for_interrupts!();
+        true
+    });
+    let features = match listed {
+        Ok(features) => features,
+        Err(FeaturesError::TooMany { limit }) => errors::too_many_features(limit),
+        Err(FeaturesError::TooLong { limit }) => errors::features_too_long(limit),
+        // The closure never says stop: a cancel leaves by PostgreSQL's error.
+        Err(FeaturesError::Interrupted) => unreachable!("never interrupted"),
+    };
     TableIterator::new(
         features
             .into_iter()

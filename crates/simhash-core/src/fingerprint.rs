@@ -60,6 +60,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::accumulate::Accumulator;
 use crate::fold::Fold;
 use crate::idf::{from_fixed, to_fixed, IdfTable, PassThrough};
+use crate::part::Part;
 use crate::text::{for_each_piece_mapped, is_han, Piece, MAX_PIECE_CHARS};
 use crate::weights::{Power, SelfInfo, Weighing};
 
@@ -74,6 +75,31 @@ pub const HAN_BATCH_BYTES: usize = 4096;
 
 /// How many feature hashes are looked up together.
 const HASH_BATCH: usize = 256;
+
+/// Version 3 counts at most this many distinct features at once:
+/// 917,503, so that the hash table (16-byte entries of hash, count and
+/// kind, plus one control byte a bucket, filled to at most 7/8 of its
+/// buckets) never has more than 2^20 buckets. A text with more distinct
+/// features is counted a part of the hash space at a time, in more walks
+/// over the text ([`crate::part`]); natural text has a few thousand.
+pub const V3_MAX_COUNTED: usize = (1 << 20) / 8 * 7 - 1;
+
+/// The most bytes version 3's counting table takes: 2^20 buckets of 17
+/// bytes, and while it grows (or shrinks after a cut) the table of half
+/// the size beside it: 26,738,688 bytes (25.5 MiB).
+pub const V3_MAX_BYTES: usize = (1 << 20) * 17 + (1 << 19) * 17;
+
+/// Version 2 holds at most this many token hashes at once (8 bytes each,
+/// 16 MiB); past it they are sorted and each kept at most
+/// [`V2_TF_CAP`] times, and a text with more distinct tokens is counted
+/// a part of the hash space at a time. A power of two, so that the vector
+/// growing by doubling ends exactly at it.
+pub const V2_MAX_HASHES: usize = 1 << 21;
+
+/// The most bytes version 2's hashes take: [`V2_MAX_HASHES`] of 8 bytes,
+/// and while the vector grows the one of half the size beside it:
+/// 25,165,824 bytes (24 MiB).
+pub const V2_MAX_BYTES: usize = V2_MAX_HASHES * 8 + V2_MAX_HASHES / 2 * 8;
 
 /// Which fingerprint definition: stored fingerprints keep meaning what they
 /// meant, so a definition never changes once released; a new one is a new
@@ -342,16 +368,44 @@ impl Fingerprinter {
     }
 
     /// [`Self::fingerprint_checked`] under the given definition.
+    ///
+    /// Memory does not grow with the text: version 1 adds each token as it
+    /// comes; versions 2 and 3 count the distinct features, at most
+    /// [`V2_MAX_HASHES`] token hashes or [`V3_MAX_COUNTED`] distinct
+    /// features at once ([`V2_MAX_BYTES`], [`V3_MAX_BYTES`]), and a text
+    /// with more is counted a part of the hash space at a time, in more
+    /// walks over the text, to the same fingerprint. `go_on` is called
+    /// between pieces in every walk.
     pub fn fingerprint_checked_as(
         &self,
         version: Version,
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Option<u64>, Interrupted> {
+        let bound = match version {
+            Version::V1 => 0,
+            Version::V2 => V2_MAX_HASHES,
+            Version::V3 => V3_MAX_COUNTED,
+        };
+        self.fingerprint_bounded_as(version, text, go_on, bound)
+    }
+
+    /// [`Self::fingerprint_checked_as`] with `bound` in place of
+    /// [`V2_MAX_HASHES`] (version 2) or [`V3_MAX_COUNTED`] (version 3);
+    /// version 1 holds no features and ignores it. The fingerprint is the
+    /// same whatever the bound: a smaller one takes less memory and more
+    /// walks over a text with many distinct features.
+    pub fn fingerprint_bounded_as(
+        &self,
+        version: Version,
+        text: &str,
+        go_on: impl FnMut() -> bool,
+        bound: usize,
+    ) -> Result<Option<u64>, Interrupted> {
         match version {
             Version::V1 => {}
-            Version::V2 => return self.fingerprint_v2(text, go_on),
-            Version::V3 => return self.fingerprint_v3(text, go_on),
+            Version::V2 => return self.fingerprint_v2(text, go_on, bound),
+            Version::V3 => return self.fingerprint_v3(text, go_on, bound),
         }
         let mut acc = Accumulator::new();
         let mut hashes = Vec::with_capacity(HASH_BATCH);
@@ -367,39 +421,83 @@ impl Fingerprinter {
     }
 
     /// Version 2: fold, count each feature, then add `min(tf, 3)` times
-    /// its weight.
+    /// its weight, with at most `bound` token hashes held at once: when
+    /// `bound` are held they are sorted and each kept at most
+    /// [`V2_TF_CAP`] times (all that it can count), and while more than
+    /// half the bound is still held, the part of the hash space being
+    /// counted is cut and the rest left for later walks over the text
+    /// ([`crate::part`]). The fingerprint does not depend on the bound.
     fn fingerprint_v2(
         &self,
         text: &str,
-        go_on: impl FnMut() -> bool,
+        mut go_on: impl FnMut() -> bool,
+        bound: usize,
     ) -> Result<Option<u64>, Interrupted> {
+        // A part of one hash holds it at most 3 times: a bound of 8 always
+        // leaves room after a cut.
+        let bound = bound.max(2 * (V2_TF_CAP as usize + 1));
+        let mut acc = Accumulator::new();
         let mut hashes: Vec<u64> = Vec::new();
-        self.for_each_token_as(Version::V2, text, go_on, |token| {
-            hashes.push(xxh3_64(token.as_bytes()))
-        })?;
-        // Equal hashes side by side: one lookup and one add per distinct
-        // feature (a sort of a few hundred values costs less than a hash
-        // map, and integer sums do not depend on the order).
-        hashes.sort_unstable();
-        // Distinct hashes with their capped counts, then the weights looked
-        // up in one pass of independent loads (as `add_all` does), then
-        // the adds.
-        let mut distinct: Vec<(u64, i64)> = Vec::with_capacity(hashes.len());
-        for &h in &hashes {
-            match distinct.last_mut() {
-                Some((last, tf)) if *last == h => *tf = (*tf + 1).min(V2_TF_CAP as i64),
-                _ => distinct.push((h, 1)),
+        let mut part = Part::ALL;
+        loop {
+            hashes.clear();
+            self.for_each_token_as(Version::V2, text, &mut go_on, |token| {
+                let h = xxh3_64(token.as_bytes());
+                if !part.contains(h) {
+                    return;
+                }
+                if hashes.len() >= bound {
+                    keep_what_v2_counts(&mut hashes);
+                    while hashes.len() > bound / 2 && part.can_split() {
+                        part = part.first_half();
+                        hashes.retain(|&h| part.contains(h));
+                    }
+                    if !part.contains(h) {
+                        return;
+                    }
+                }
+                hashes.push(h);
+            })?;
+            // Equal hashes side by side: one lookup and one add per
+            // distinct feature (a sort of a few hundred values costs less
+            // than a hash map, and integer sums do not depend on the
+            // order, nor on which part a feature was counted in).
+            if part.is_last() {
+                hashes.sort_unstable();
+                self.add_sorted_v2(&mut acc, &hashes);
+                return Ok(acc.finish());
+            }
+            keep_what_v2_counts(&mut hashes);
+            self.add_sorted_v2(&mut acc, &hashes);
+            // The next walks hold what fits without a cut.
+            part = part.next(hashes.len(), bound / 2 / 10 * 9);
+        }
+    }
+
+    /// Adds sorted version 2 token hashes: each distinct hash once, with
+    /// `min(tf, 3)` times its weight. The weights of a batch of distinct
+    /// hashes are looked up in one pass of independent loads (as
+    /// [`Self::add_all`] does), then added.
+    fn add_sorted_v2(&self, acc: &mut Accumulator, sorted: &[u64]) {
+        let mut runs = sorted.chunk_by(|a, b| a == b);
+        let mut batch = [(0u64, 0i64); HASH_BATCH];
+        let mut weights = [0i64; HASH_BATCH];
+        loop {
+            let mut n = 0;
+            for (slot, run) in batch.iter_mut().zip(runs.by_ref()) {
+                *slot = (run[0], (run.len() as u64).min(V2_TF_CAP) as i64);
+                n += 1;
+            }
+            if n == 0 {
+                return;
+            }
+            for (w, &(h, _)) in weights.iter_mut().zip(&batch[..n]) {
+                *w = self.weight(Version::V2, h);
+            }
+            for (&(h, tf), &w) in batch[..n].iter().zip(&weights) {
+                acc.add(h, w * tf);
             }
         }
-        let weights: Vec<i64> = distinct
-            .iter()
-            .map(|&(h, _)| self.weight(Version::V2, h))
-            .collect();
-        let mut acc = Accumulator::new();
-        for (&(h, tf), &w) in distinct.iter().zip(&weights) {
-            acc.add(h, w * tf);
-        }
-        Ok(acc.finish())
     }
 
     /// Version 3's features of `text`, in text order, each with its kind:
@@ -426,7 +524,9 @@ impl Fingerprinter {
             word.push('$');
             for g in word.windows(3) {
                 gram.clear();
-                gram.extend(g);
+                for &c in g {
+                    gram.push(c);
+                }
                 emit(Kind::Gram, &gram);
             }
             word.clear();
@@ -458,69 +558,44 @@ impl Fingerprinter {
         }
     }
 
-    /// Version 3's distinct features with their counts, (kind, hash, tf),
-    /// in no particular order, and how many features of each kind the text
-    /// has. Counted in a map, so memory follows the distinct features (a
-    /// few thousand even for a book), not the length of the text.
-    #[allow(clippy::type_complexity)]
-    fn counts_v3(
-        &self,
-        text: &str,
-        go_on: impl FnMut() -> bool,
-    ) -> Result<(Vec<(Kind, u64, u64)>, [u64; 2]), Interrupted> {
-        // Keyed by the xxh3 hash alone: a Han character and a trigram with
-        // the same 64-bit hash would add up as one feature either way.
-        let mut counts: HashMap<u64, (Kind, u64), BuildHasherDefault<PassThrough>> =
-            HashMap::default();
-        let mut totals = [0u64; 2];
-        self.features_v3(text, go_on, |kind, f| {
-            totals[kind as usize] += 1;
-            counts.entry(xxh3_64(f.as_bytes())).or_insert((kind, 0)).1 += 1;
-        })?;
-        let distinct = counts
-            .into_iter()
-            .map(|(h, (kind, tf))| (kind, h, tf))
-            .collect();
-        Ok((distinct, totals))
-    }
-
-    /// (self-information, fixed-point weight) of each version 3 feature,
-    /// in the order given. When no feature is above chance, which only a
-    /// text of a few characters repeated over and over achieves, the
-    /// weights are taken regardless of chance instead (see
-    /// [`Weighing::weight_regardless_of_chance`]).
-    fn weights_v3(
+    /// (self-information, factor, fixed-point weight) of a version 3
+    /// feature seen `tf` times in a text with `totals` features of each
+    /// kind, with one table lookup; the factor is what a feature missing
+    /// from its table is scaled by (1 for one the table lists).
+    #[inline]
+    fn weigh_v3(
         &self,
         opts: &V3Options,
-        features: &[(Kind, u64, u64)],
+        kind: Kind,
+        hash: u64,
+        tf: u64,
         totals: [u64; 2],
-    ) -> Vec<(f64, i64)> {
-        let table = |kind| match kind {
+    ) -> (f64, f64, i64) {
+        let (table, weighing) = match kind {
             Kind::Han => (&self.han, opts.han),
             Kind::Gram => (&self.grams, opts.gram),
         };
-        // One table lookup per feature: (s, factor, fixed-point weight).
-        let mut out: Vec<(f64, f64, i64)> = features
-            .iter()
-            .map(|&(kind, h, tf)| {
-                let (t, weighing) = table(kind);
-                let (s, p, known) = t.get(h);
-                let factor = if known { 1.0 } else { weighing.unknown };
-                let w = if opts.chance {
-                    weighing.weight(s, p, tf, totals[kind as usize])
-                } else {
-                    weighing.weight_regardless_of_chance(s, tf)
-                };
-                (s, factor, to_fixed(factor * w))
-            })
-            .collect();
-        if out.iter().all(|&(_, _, w)| w <= 0) {
-            for (o, &(kind, _, tf)) in out.iter_mut().zip(features) {
-                let weighing = table(kind).1;
-                o.2 = to_fixed(o.1 * weighing.weight_regardless_of_chance(o.0, tf));
-            }
-        }
-        out.into_iter().map(|(s, _, w)| (s, w)).collect()
+        let (s, p, known) = table.get(hash);
+        let factor = if known { 1.0 } else { weighing.unknown };
+        let w = if opts.chance {
+            weighing.weight(s, p, tf, totals[kind as usize])
+        } else {
+            weighing.weight_regardless_of_chance(s, tf)
+        };
+        (s, factor, to_fixed(factor * w))
+    }
+
+    /// The fixed-point weight of a version 3 feature regardless of chance,
+    /// from what [`Self::weigh_v3`] gave: what every feature of a text
+    /// weighs when no feature of it weighs above zero, which only a text of
+    /// a few characters repeated over and over achieves (see
+    /// [`Weighing::weight_regardless_of_chance`]).
+    fn weigh_v3_regardless(opts: &V3Options, kind: Kind, s: f64, factor: f64, tf: u64) -> i64 {
+        let weighing = match kind {
+            Kind::Han => opts.han,
+            Kind::Gram => opts.gram,
+        };
+        to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
     }
 
     /// Version 3: count each feature, weigh it against chance, add it once.
@@ -528,8 +603,9 @@ impl Fingerprinter {
         &self,
         text: &str,
         go_on: impl FnMut() -> bool,
+        bound: usize,
     ) -> Result<Option<u64>, Interrupted> {
-        self.fingerprint_v3_with(&V3Options::DEFINITION, text, go_on)
+        self.fingerprint_v3_bounded(&V3Options::DEFINITION, text, go_on, bound)
     }
 
     /// Version 3's method with other settings: for measuring a candidate
@@ -541,16 +617,88 @@ impl Fingerprinter {
         text: &str,
         go_on: impl FnMut() -> bool,
     ) -> Result<Option<u64>, Interrupted> {
-        let (distinct, totals) = self.counts_v3(text, go_on)?;
-        if distinct.is_empty() {
-            return Ok(None);
-        }
-        let weights = self.weights_v3(opts, &distinct, totals);
+        self.fingerprint_v3_bounded(opts, text, go_on, V3_MAX_COUNTED)
+    }
+
+    /// Version 3 with at most `bound` distinct features counted at once.
+    ///
+    /// Each distinct feature is counted in a hash table, (count, kind) by
+    /// hash (a Han character and a trigram with the same 64-bit hash add
+    /// up as one feature, of the kind seen first), with how many features
+    /// of each kind the text has. Its weight depends only on its own count
+    /// and those totals, and the fixed-point weights add up to the same
+    /// sum in any order, so a part of the hash space can be counted and
+    /// weighed at a time ([`crate::part`]): when the table holds more than
+    /// `bound` features, the part being counted is halved until at most
+    /// half the bound is left, and what was cut off is counted by later
+    /// walks over the text, each over the part after the last one, sized
+    /// to fill nine tenths of the bound. Natural text takes one walk.
+    ///
+    /// When no feature weighs above zero, the weights are taken
+    /// regardless of chance instead ([`Self::weigh_v3_regardless`]): those
+    /// are added up beside the others until a feature weighs above zero,
+    /// and used if none does.
+    fn fingerprint_v3_bounded(
+        &self,
+        opts: &V3Options,
+        text: &str,
+        mut go_on: impl FnMut() -> bool,
+        bound: usize,
+    ) -> Result<Option<u64>, Interrupted> {
+        let bound = bound.max(2);
+        // Counts saturate, which changes nothing: a weighing counts at
+        // most `Weighing::cap`, a `u32`, occurrences.
+        let mut counts: HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>> =
+            HashMap::default();
         let mut acc = Accumulator::new();
-        for (&(_, h, _), &(_, w)) in distinct.iter().zip(&weights) {
-            acc.add(h, w);
+        let mut fallback = Accumulator::new();
+        let mut positive = false;
+        let mut part = Part::ALL;
+        loop {
+            counts.clear();
+            let mut totals = [0u64; 2];
+            self.features_v3(text, &mut go_on, |kind, f| {
+                totals[kind as usize] += 1;
+                let h = xxh3_64(f.as_bytes());
+                if !part.contains(h) {
+                    return;
+                }
+                let tf = &mut counts.entry(h).or_insert((0, kind)).0;
+                *tf = tf.saturating_add(1);
+                if counts.len() > bound {
+                    while counts.len() > bound / 2 && part.can_split() {
+                        part = part.first_half();
+                        counts.retain(|&h, _| part.contains(h));
+                    }
+                    // Into a smaller table: the deleted entries would stay
+                    // as tombstones, and the table grow past the bound.
+                    counts.shrink_to_fit();
+                }
+            })?;
+            for (&h, &(tf, kind)) in &counts {
+                let tf = u64::from(tf);
+                let (s, factor, w) = self.weigh_v3(opts, kind, h, tf, totals);
+                acc.add(h, w);
+                if !positive {
+                    if w > 0 {
+                        positive = true;
+                    } else {
+                        fallback.add(h, Self::weigh_v3_regardless(opts, kind, s, factor, tf));
+                    }
+                }
+            }
+            if part.is_last() {
+                break;
+            }
+            // The next walks fill the table to nine tenths of the bound.
+            part = part.next(counts.len(), bound / 10 * 9);
         }
-        Ok(acc.finish())
+        // No feature at all: both are empty, and `finish` says None.
+        Ok(if positive {
+            acc.finish()
+        } else {
+            fallback.finish()
+        })
     }
 
     /// Looks up the weights of a batch of feature hashes, then adds them.
@@ -569,97 +717,284 @@ impl Fingerprinter {
 
     /// The distinct tokens of `text` in order of first occurrence, with what
     /// each contributes to the fingerprint. `go_on` is called between pieces,
-    /// as for [`Self::fingerprint_checked`].
+    /// as for [`Self::fingerprint_checked`]. At most [`MAX_FEATURES`]
+    /// distinct tokens of at most [`MAX_FEATURE_BYTES`] bytes in all: past
+    /// either, [`FeaturesError::TooMany`] or [`FeaturesError::TooLong`].
     pub fn features(
         &self,
         text: &str,
         go_on: impl FnMut() -> bool,
-    ) -> Result<Vec<Feature>, Interrupted> {
+    ) -> Result<Vec<Feature>, FeaturesError> {
         self.features_as(Version::V1, text, go_on)
     }
 
     /// [`Self::features`] under the given definition: under version 2 the
     /// tokens are those of the folded text, `idf` is [`V2_OOV_IDF`] for a
-    /// token not in the table, and `weight` is `min(tf, 3) * idf`.
+    /// token not in the table, and `weight` is `min(tf, 3) * idf`; under
+    /// version 3 the features are Han characters and trigrams, `idf` is the
+    /// self-information and `weight` what the fingerprint adds for the
+    /// feature (negative when the text holds it less often than chance).
     pub fn features_as(
         &self,
         version: Version,
         text: &str,
         go_on: impl FnMut() -> bool,
-    ) -> Result<Vec<Feature>, Interrupted> {
-        if version == Version::V3 {
-            return self.features_as_v3(text, go_on);
-        }
-        let mut index = std::collections::HashMap::<String, usize>::new();
-        let mut out: Vec<Feature> = Vec::new();
-        self.for_each_token_as(version, text, go_on, |token| match index.get(token) {
-            Some(&i) => out[i].tf += 1,
-            None => {
-                index.insert(token.to_owned(), out.len());
-                let hash = xxh3_64(token.as_bytes());
-                out.push(Feature {
-                    token: token.to_owned(),
-                    tf: 1,
-                    idf: from_fixed(self.weight(version, hash)),
-                    weight: 0.0,
-                    hash,
-                });
-            }
-        })?;
-        let cap = match version {
-            Version::V1 => u64::MAX,
-            Version::V2 | Version::V3 => V2_TF_CAP,
+    ) -> Result<Vec<Feature>, FeaturesError> {
+        self.features_limited(version, text, go_on, FeatureLimits::DEFAULT)
+    }
+
+    /// [`Self::features_as`] with other limits.
+    fn features_limited(
+        &self,
+        version: Version,
+        text: &str,
+        mut go_on: impl FnMut() -> bool,
+        limits: FeatureLimits,
+    ) -> Result<Vec<Feature>, FeaturesError> {
+        let mut list = FeatureList::new(limits);
+        // Set when the list is full: stops the walk at the next piece.
+        let full = std::cell::Cell::new(false);
+        let go_on = || !full.get() && go_on();
+        let mut kinds: Vec<Kind> = Vec::new();
+        let mut totals = [0u64; 2];
+        let walked = if version == Version::V3 {
+            self.features_v3(text, go_on, |kind, f| {
+                totals[kind as usize] += 1;
+                match list.add(f) {
+                    Added::New => kinds.push(kind),
+                    Added::Seen => {}
+                    Added::Full => full.set(true),
+                }
+            })
+        } else {
+            self.for_each_token_as(version, text, go_on, |token| {
+                if list.add(token) == Added::Full {
+                    full.set(true);
+                }
+            })
         };
-        for f in &mut out {
-            f.weight = from_fixed(self.weight(version, f.hash)) * f.tf.min(cap) as f64;
+        let mut out = list.finish()?;
+        walked?;
+        match version {
+            Version::V1 | Version::V2 => {
+                let cap = match version {
+                    Version::V1 => u64::MAX,
+                    _ => V2_TF_CAP,
+                };
+                for f in &mut out {
+                    let idf = from_fixed(self.weight(version, f.hash));
+                    f.idf = idf;
+                    f.weight = idf * f.tf.min(cap) as f64;
+                }
+            }
+            Version::V3 => {
+                let opts = &V3Options::DEFINITION;
+                let mut positive = false;
+                for (f, &kind) in out.iter_mut().zip(&kinds) {
+                    let (s, _, w) = self.weigh_v3(opts, kind, f.hash, f.tf, totals);
+                    f.idf = s;
+                    f.weight = from_fixed(w);
+                    positive |= w > 0;
+                }
+                if !positive {
+                    for (f, &kind) in out.iter_mut().zip(&kinds) {
+                        let (s, factor, _) = self.weigh_v3(opts, kind, f.hash, f.tf, totals);
+                        let w = Self::weigh_v3_regardless(opts, kind, s, factor, f.tf);
+                        f.weight = from_fixed(w);
+                    }
+                }
+            }
         }
         Ok(out)
     }
 }
 
-impl Fingerprinter {
-    /// [`Self::features_as`] for version 3: `idf` is the feature's
-    /// self-information and `weight` what the fingerprint adds for it
-    /// (negative when the text holds it less often than chance).
-    fn features_as_v3(
-        &self,
-        text: &str,
-        go_on: impl FnMut() -> bool,
-    ) -> Result<Vec<Feature>, Interrupted> {
-        let mut index = std::collections::HashMap::<String, usize>::new();
-        let mut out: Vec<(Kind, Feature)> = Vec::new();
-        let mut totals = [0u64; 2];
-        self.features_v3(text, go_on, |kind, f| {
-            totals[kind as usize] += 1;
-            match index.get(f) {
-                Some(&i) => out[i].1.tf += 1,
-                None => {
-                    index.insert(f.to_owned(), out.len());
-                    out.push((
-                        kind,
-                        Feature {
-                            token: f.to_owned(),
-                            tf: 1,
-                            idf: 0.0,
-                            weight: 0.0,
-                            hash: xxh3_64(f.as_bytes()),
-                        },
-                    ));
-                }
-            }
-        })?;
-        let keys: Vec<(Kind, u64, u64)> = out.iter().map(|(k, f)| (*k, f.hash, f.tf)).collect();
-        let weights = self.weights_v3(&V3Options::DEFINITION, &keys, totals);
-        Ok(out
-            .into_iter()
-            .zip(weights)
-            .map(|((_, mut f), (s, w))| {
-                f.idf = s;
-                f.weight = from_fixed(w);
-                f
-            })
-            .collect())
+/// How many distinct features [`Fingerprinter::features_as`] (SQL
+/// `simhash_features`) lists at most; past it the listing fails with
+/// [`FeaturesError::TooMany`]. Natural text has a few thousand. At the
+/// limit the list takes about 122 MB of heap (measured with
+/// `examples/peak_memory.rs`): the [`Feature`]s (56 bytes each, in a vector
+/// grown to 2^20 of them), the index by hash (2^21 buckets of 17 bytes)
+/// and each token's own allocation.
+pub const MAX_FEATURES: usize = 1_000_000;
+
+/// How many bytes of feature text [`Fingerprinter::features_as`] lists at
+/// most, all distinct features together (16 MiB); past it the listing
+/// fails with [`FeaturesError::TooLong`]. A version 1 or 2 token of a
+/// script without segmentation can be 512 characters long, so the count
+/// alone would not bound the memory.
+pub const MAX_FEATURE_BYTES: usize = 16 << 20;
+
+/// Why [`Fingerprinter::features_as`] gave no list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeaturesError {
+    /// `go_on` said stop.
+    Interrupted,
+    /// The text has more than `limit` distinct features ([`MAX_FEATURES`]).
+    TooMany {
+        /// The most listed.
+        limit: usize,
+    },
+    /// The text of the distinct features is more than `limit` bytes in all
+    /// ([`MAX_FEATURE_BYTES`]).
+    TooLong {
+        /// The most bytes listed.
+        limit: usize,
+    },
+}
+
+impl From<Interrupted> for FeaturesError {
+    fn from(_: Interrupted) -> Self {
+        FeaturesError::Interrupted
     }
+}
+
+impl std::fmt::Display for FeaturesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FeaturesError::Interrupted => write!(f, "feature listing interrupted"),
+            FeaturesError::TooMany { limit } => {
+                write!(f, "text has more than {limit} distinct features")
+            }
+            FeaturesError::TooLong { limit } => {
+                write!(
+                    f,
+                    "the distinct features of the text are more than {limit} bytes"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for FeaturesError {}
+
+/// The limits of one feature listing.
+#[derive(Debug, Clone, Copy)]
+struct FeatureLimits {
+    features: usize,
+    bytes: usize,
+}
+
+impl FeatureLimits {
+    const DEFAULT: FeatureLimits = FeatureLimits {
+        features: MAX_FEATURES,
+        bytes: MAX_FEATURE_BYTES,
+    };
+}
+
+/// What [`FeatureList::add`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Added {
+    /// A feature not seen before, now last in the list.
+    New,
+    /// One more occurrence of a listed feature.
+    Seen,
+    /// Nothing: the list is full.
+    Full,
+}
+
+/// The distinct features of a text in order of first occurrence, with
+/// their counts, within [`FeatureLimits`].
+struct FeatureList {
+    out: Vec<Feature>,
+    /// Index in `out` by hash: 16 bytes an entry, no second copy of the
+    /// text.
+    by_hash: HashMap<u64, usize, BuildHasherDefault<PassThrough>>,
+    /// Index in `out` of a feature whose hash is another's (a 64-bit
+    /// collision), by its text: listed apart, as different tokens are.
+    collided: HashMap<String, usize>,
+    bytes: usize,
+    limits: FeatureLimits,
+    error: Option<FeaturesError>,
+}
+
+impl FeatureList {
+    fn new(limits: FeatureLimits) -> Self {
+        FeatureList {
+            out: Vec::new(),
+            by_hash: HashMap::default(),
+            collided: HashMap::new(),
+            bytes: 0,
+            limits,
+            error: None,
+        }
+    }
+
+    /// Counts one occurrence of `token`.
+    fn add(&mut self, token: &str) -> Added {
+        self.add_hashed(token, xxh3_64(token.as_bytes()))
+    }
+
+    /// [`Self::add`] with the token's hash given.
+    fn add_hashed(&mut self, token: &str, hash: u64) -> Added {
+        if self.error.is_some() {
+            return Added::Full;
+        }
+        let listed = match self.by_hash.get(&hash) {
+            Some(&i) if self.out[i].token == token => Some(i),
+            Some(_) => self.collided.get(token).copied(),
+            None => None,
+        };
+        if let Some(i) = listed {
+            self.out[i].tf += 1;
+            return Added::Seen;
+        }
+        let collision = self.by_hash.contains_key(&hash);
+        // A collided token is held twice (list and index).
+        let bytes = token.len() * if collision { 2 } else { 1 };
+        if self.out.len() >= self.limits.features {
+            self.error = Some(FeaturesError::TooMany {
+                limit: self.limits.features,
+            });
+            return Added::Full;
+        }
+        if bytes > self.limits.bytes - self.bytes {
+            self.error = Some(FeaturesError::TooLong {
+                limit: self.limits.bytes,
+            });
+            return Added::Full;
+        }
+        self.bytes += bytes;
+        let i = self.out.len();
+        if collision {
+            self.collided.insert(token.to_owned(), i);
+        } else {
+            self.by_hash.insert(hash, i);
+        }
+        self.out.push(Feature {
+            token: token.to_owned(),
+            tf: 1,
+            idf: 0.0,
+            weight: 0.0,
+            hash,
+        });
+        Added::New
+    }
+
+    /// The list, or why there is none.
+    fn finish(self) -> Result<Vec<Feature>, FeaturesError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.out),
+        }
+    }
+}
+
+/// Sorts `hashes` and keeps each value at most [`V2_TF_CAP`] times: all
+/// that version 2 counts of it.
+fn keep_what_v2_counts(hashes: &mut Vec<u64>) {
+    hashes.sort_unstable();
+    let mut last = None;
+    let mut run = 0;
+    hashes.retain(|&h| {
+        if last == Some(h) {
+            run += 1;
+        } else {
+            last = Some(h);
+            run = 1;
+        }
+        run <= V2_TF_CAP
+    });
 }
 
 /// The two kinds of version 3 features, counted apart: how many features
@@ -679,6 +1014,7 @@ mod tests {
     use super::*;
     use crate::accumulate::Accumulator;
     use crate::distance::hamming;
+    use crate::testutil::splitmix;
 
     pub(crate) fn shared() -> &'static Fingerprinter {
         static FP: OnceLock<Fingerprinter> = OnceLock::new();
@@ -995,6 +1331,327 @@ mod tests {
         // Version 2 moved further for the same edits.
         let v2 = |t| shared().fingerprint_as(Version::V2, t).unwrap();
         assert!(hamming(a, b) < hamming(v2(base), v2(&edited)));
+    }
+
+    /// Random Hangul syllables without a space: version 3 makes about one
+    /// distinct trigram per character.
+    fn random_hangul(chars: usize, seed: u64) -> String {
+        let mut s = seed;
+        (0..chars)
+            .map(|_| char::from_u32(0xAC00 + (splitmix(&mut s) % 11_172) as u32).unwrap())
+            .collect()
+    }
+
+    /// Random CJK ideographs without a space (jieba makes tokens of one
+    /// and two characters) and random ASCII words, mixed.
+    fn random_mixed(tokens: usize, seed: u64) -> String {
+        let mut s = seed;
+        let mut text = String::new();
+        for _ in 0..tokens {
+            let r = splitmix(&mut s);
+            if r.is_multiple_of(3) {
+                for i in 0..=(r >> 8) % 6 {
+                    text.push(char::from(b'a' + ((r >> (12 + 5 * i)) % 26) as u8));
+                }
+                text.push(' ');
+            } else {
+                let c = 0x4E00 + ((r >> 8) % 20_902) as u32;
+                text.push(char::from_u32(c).unwrap());
+            }
+        }
+        text
+    }
+
+    /// The fingerprint under `bound`, and how many times `go_on` was
+    /// called (once a piece, in every walk over the text).
+    fn bounded(version: Version, text: &str, bound: usize) -> (Option<u64>, usize) {
+        let mut calls = 0;
+        let fp = shared()
+            .fingerprint_bounded_as(
+                version,
+                text,
+                || {
+                    calls += 1;
+                    true
+                },
+                bound,
+            )
+            .unwrap();
+        (fp, calls)
+    }
+
+    /// The version 3 fingerprint with nothing subtracted for chance: what
+    /// the fallback gives.
+    fn v3_regardless(text: &str) -> Option<u64> {
+        let opts = V3Options {
+            chance: false,
+            ..V3Options::DEFINITION
+        };
+        shared().fingerprint_v3_with(&opts, text, || true).unwrap()
+    }
+
+    #[test]
+    fn version_3_counted_in_parts_gives_the_same_bits() {
+        let natural = "国务院总理李鹏今天在人民大会堂会见了来访的日本客人，双方就进一步发展中日两国的经贸合作交换了意见。\
+                       The quick brown fox jumps over the lazy dog. 北京天气晴朗 the the the";
+        // (text, bounds): the small bounds only for small texts, where
+        // each walk counts a feature or two.
+        let cases = [
+            (random_hangul(500, 1), &[40, 200, 1000][..]),
+            (random_mixed(500, 2), &[40, 200, 1000][..]),
+            (natural.to_owned(), &[2, 3, 7, 64][..]),
+            (
+                format!("{natural}{}", random_hangul(300, 3)),
+                &[7, 64, 200][..],
+            ),
+        ];
+        for (text, bounds) in &cases {
+            let (whole, one_walk) = bounded(Version::V3, text, V3_MAX_COUNTED);
+            assert_eq!(whole, shared().fingerprint_as(Version::V3, text));
+            assert!(whole.is_some());
+            let distinct = shared()
+                .features_as(Version::V3, text, || true)
+                .unwrap()
+                .len();
+            for &bound in *bounds {
+                let (fp, calls) = bounded(Version::V3, text, bound);
+                assert_eq!(fp, whole, "bound {bound}, {:?}", &text[..30]);
+                // A bound below the text's distinct features takes more
+                // walks: the parts were counted apart.
+                if distinct > bound {
+                    assert!(calls >= 2 * one_walk, "bound {bound}: {calls} calls");
+                } else {
+                    assert_eq!(calls, one_walk);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn version_3_fallback_is_decided_over_all_parts() {
+        // Every feature of this text is at or below chance: the fallback
+        // weighs them regardless of chance, in one walk or in many.
+        let flat = "the ".repeat(3000);
+        let f = shared().features_as(Version::V3, &flat, || true).unwrap();
+        assert_eq!(f.len(), 3);
+        let (whole, _) = bounded(Version::V3, &flat, V3_MAX_COUNTED);
+        assert_eq!(whole, v3_regardless(&flat));
+        assert!(whole.is_some());
+        // Many features, none above chance: common words repeated far
+        // beyond what chance needs to reach the cap of 6.
+        let many = "the and of to in for is on that ".repeat(1000);
+        let f = shared().features_as(Version::V3, &many, || true).unwrap();
+        assert!(f.len() > 20, "{} features", f.len());
+        let (whole_many, _) = bounded(Version::V3, &many, V3_MAX_COUNTED);
+        assert_eq!(whole_many, v3_regardless(&many), "the fallback applies");
+        for bound in [2, 3, 5] {
+            assert_eq!(bounded(Version::V3, &flat, bound).0, whole, "{bound}");
+            assert_eq!(bounded(Version::V3, &many, bound).0, whole_many, "{bound}");
+        }
+        // One feature above chance among them: no fallback, whichever
+        // part it is counted in.
+        let one_above = format!("{many} qzx");
+        let (with_one, _) = bounded(Version::V3, &one_above, V3_MAX_COUNTED);
+        assert_ne!(with_one, v3_regardless(&one_above), "no fallback");
+        let f = shared()
+            .features_as(Version::V3, &one_above, || true)
+            .unwrap();
+        assert_eq!(f.iter().filter(|f| f.weight > 0.0).count(), 3);
+        for bound in [2, 3, 5, 8] {
+            let (fp, calls) = bounded(Version::V3, &one_above, bound);
+            assert_eq!(fp, with_one, "bound {bound}");
+            assert!(calls > 2, "bound {bound}: in more than one walk");
+        }
+    }
+
+    #[test]
+    fn version_2_counted_in_parts_gives_the_same_bits() {
+        let rest = "中国人民银行今天宣布下调存款准备金率 iPhone iPhone iPhone iPhone";
+        let cases = [
+            (random_mixed(800, 5), &[40, 100, 1000][..]),
+            (format!("{rest}{}", " 利率".repeat(10)), &[1, 8, 9, 16][..]),
+            (
+                format!("{}{}", " 利率 银行".repeat(50), random_mixed(60, 6)),
+                &[8, 16, 100][..],
+            ),
+            (random_hangul(600, 7).repeat(3), &[8, 9][..]),
+        ];
+        for (text, bounds) in &cases {
+            let (whole, one_walk) = bounded(Version::V2, text, V2_MAX_HASHES);
+            assert_eq!(whole, shared().fingerprint_as(Version::V2, text));
+            assert!(whole.is_some());
+            let distinct = shared()
+                .features_as(Version::V2, text, || true)
+                .unwrap()
+                .len();
+            for &bound in *bounds {
+                let (fp, calls) = bounded(Version::V2, text, bound);
+                assert_eq!(fp, whole, "bound {bound}");
+                // More distinct tokens than the bound take more walks.
+                if distinct > bound.max(8) {
+                    assert!(calls > one_walk, "bound {bound}: {calls} calls");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn version_2_keeps_a_hash_at_most_three_times() {
+        let mut h = vec![5, 1, 5, 5, 2, 5, 1, 9, 5, 2, 2, 2, 2];
+        keep_what_v2_counts(&mut h);
+        assert_eq!(h, [1, 1, 2, 2, 2, 5, 5, 5, 9]);
+    }
+
+    #[test]
+    fn counting_in_parts_can_be_interrupted_in_any_walk() {
+        let text = random_hangul(1000, 8);
+        let (_, one_walk) = bounded(Version::V3, &text, V3_MAX_COUNTED);
+        let (_, all) = bounded(Version::V3, &text, 64);
+        assert!(all > 3 * one_walk);
+        for stop_at in [1, one_walk + 1, all - 1, all] {
+            let mut calls = 0;
+            let r = shared().fingerprint_bounded_as(
+                Version::V3,
+                &text,
+                || {
+                    calls += 1;
+                    calls < stop_at
+                },
+                64,
+            );
+            assert_eq!(r, Err(Interrupted), "stopped at {stop_at}");
+            assert_eq!(calls, stop_at);
+        }
+        let mixed = random_mixed(1000, 9);
+        let mut calls = 0;
+        let r = shared().fingerprint_bounded_as(
+            Version::V2,
+            &mixed,
+            || {
+                calls += 1;
+                calls < 400
+            },
+            8,
+        );
+        assert_eq!(r, Err(Interrupted));
+        assert_eq!(calls, 400);
+    }
+
+    fn limited(
+        version: Version,
+        text: &str,
+        features: usize,
+        bytes: usize,
+    ) -> Result<usize, FeaturesError> {
+        shared()
+            .features_limited(version, text, || true, FeatureLimits { features, bytes })
+            .map(|f| f.len())
+    }
+
+    #[test]
+    fn feature_listing_stops_past_its_limits() {
+        // Five distinct tokens of 3 + 4 + 2 + 1 + 3 = 13 bytes.
+        let text = "abc defg hi j abc klm defg";
+        for version in [Version::V1, Version::V2] {
+            assert_eq!(limited(version, text, 5, 13), Ok(5));
+            assert_eq!(
+                limited(version, text, 4, 13),
+                Err(FeaturesError::TooMany { limit: 4 })
+            );
+            assert_eq!(
+                limited(version, text, 5, 12),
+                Err(FeaturesError::TooLong { limit: 12 })
+            );
+        }
+        // Version 3: 今 天 and the trigrams ^ab abc bc$.
+        let v3 = "今天 abc 今天 abc";
+        assert_eq!(limited(Version::V3, v3, 5, 100), Ok(5));
+        assert_eq!(
+            limited(Version::V3, v3, 4, 100),
+            Err(FeaturesError::TooMany { limit: 4 })
+        );
+        assert_eq!(
+            limited(Version::V3, v3, 5, 14),
+            Err(FeaturesError::TooLong { limit: 14 })
+        );
+        assert_eq!(limited(Version::V3, v3, 5, 15), Ok(5));
+        // The walk stops at the piece after the limit is passed.
+        let long = random_hangul(20_000, 10);
+        let mut calls = 0;
+        let r = shared().features_limited(
+            Version::V3,
+            &long,
+            || {
+                calls += 1;
+                true
+            },
+            FeatureLimits {
+                features: 100,
+                bytes: usize::MAX,
+            },
+        );
+        assert_eq!(r, Err(FeaturesError::TooMany { limit: 100 }));
+        assert!(calls <= 1, "{calls} pieces after the limit");
+        // The public listing has the documented limits.
+        assert_eq!(
+            FeatureLimits::DEFAULT.features,
+            MAX_FEATURES,
+            "the default is the documented limit"
+        );
+        assert_eq!(FeatureLimits::DEFAULT.bytes, MAX_FEATURE_BYTES);
+        let interrupted = shared().features_as(Version::V1, text, || false);
+        assert_eq!(interrupted, Err(FeaturesError::Interrupted));
+    }
+
+    #[test]
+    fn feature_listing_past_a_million_distinct_tokens_is_an_error() {
+        let words = MAX_FEATURES + 1;
+        let mut text = String::with_capacity(8 * words);
+        for i in 0..words {
+            text.push_str(&i.to_string());
+            text.push(' ');
+        }
+        assert_eq!(
+            shared()
+                .features_as(Version::V1, &text, || true)
+                .map(|f| f.len()),
+            Err(FeaturesError::TooMany {
+                limit: MAX_FEATURES
+            })
+        );
+        let cut = text.rfind(|c: char| c.is_ascii_digit()).unwrap();
+        let last = text[..=cut].rfind(' ').unwrap();
+        assert_eq!(
+            shared()
+                .features_as(Version::V1, &text[..last], || true)
+                .map(|f| f.len()),
+            Ok(MAX_FEATURES)
+        );
+    }
+
+    #[test]
+    fn tokens_with_the_same_hash_are_listed_apart() {
+        let mut list = FeatureList::new(FeatureLimits {
+            features: 10,
+            bytes: 100,
+        });
+        assert_eq!(list.add_hashed("ab", 7), Added::New);
+        assert_eq!(list.add_hashed("cd", 7), Added::New);
+        assert_eq!(list.add_hashed("ab", 7), Added::Seen);
+        assert_eq!(list.add_hashed("cd", 7), Added::Seen);
+        assert_eq!(list.add_hashed("cd", 7), Added::Seen);
+        assert_eq!(list.add_hashed("ef", 8), Added::New);
+        let out = list.finish().unwrap();
+        let got: Vec<(&str, u64)> = out.iter().map(|f| (f.token.as_str(), f.tf)).collect();
+        assert_eq!(got, [("ab", 2), ("cd", 3), ("ef", 1)]);
+        // The collided token counts twice against the byte limit.
+        let mut list = FeatureList::new(FeatureLimits {
+            features: 10,
+            bytes: 5,
+        });
+        assert_eq!(list.add_hashed("ab", 7), Added::New);
+        assert_eq!(list.add_hashed("cd", 7), Added::Full);
+        assert_eq!(list.finish(), Err(FeaturesError::TooLong { limit: 5 }));
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod fingerprint;
 pub mod fold;
 pub mod hex;
 pub mod idf;
+mod part;
 pub mod probe;
 pub mod text;
 pub mod weights;
@@ -35,4 +36,4 @@ pub mod weights;
 mod testutil;
 
 pub use distance::{band, hamming, BANDS, BAND_BITS};
-pub use fingerprint::{Feature, Fingerprinter, Version};
+pub use fingerprint::{Feature, FeaturesError, Fingerprinter, Version};

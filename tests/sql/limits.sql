@@ -1,0 +1,16 @@
+-- Memory per call is bounded, whatever the text (README, Limits).
+-- 1,200,000 random Hangul syllables: about as many distinct features.
+CREATE TABLE hostile AS
+SELECT string_agg(chr(44032 + (hashint4(g) & 8191)), '' ORDER BY g) AS s FROM generate_series(1, 1200000) g;
+-- simhash() counts them a part of the hash space at a time, in bounded
+-- memory, and the bits do not depend on how many parts it took (the core
+-- tests compare with an unbounded count); so do simhash_v2 and v1.
+SELECT simhash(s) IS NOT NULL AS v3, simhash_v2(s) IS NOT NULL AS v2, simhash_v1(s) IS NOT NULL AS v1 FROM hostile;
+-- simhash_features() lists every distinct feature, so it has a limit:
+-- past it, 54000 rather than rows without end.
+SELECT count(*) FROM simhash_features((SELECT s FROM hostile));
+SELECT outcome('SELECT count(*) FROM simhash_features((SELECT s FROM hostile))') AS v3,
+       outcome('SELECT count(*) FROM simhash_features_v2((SELECT s FROM hostile))') AS v2;
+-- Just under the limit is fine.
+SELECT count(*) > 900000 AS listed FROM simhash_features((SELECT left(s, 950000) FROM hostile));
+DROP TABLE hostile;
