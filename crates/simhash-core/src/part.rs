@@ -74,11 +74,18 @@ impl Part {
 
     /// The part right after this one (which must not be the last), as wide
     /// as should hold about `size` features if they are as dense as the
-    /// `held` features this part held (as if one, when it held none).
+    /// `held` features this part held; twice as wide as that would be for
+    /// one feature when it held none, so that a run of empty parts widens
+    /// quickly whatever `size` is.
     pub(crate) fn next(self, held: usize, size: usize) -> Part {
         debug_assert!(!self.is_last());
         let width = u128::from(self.span) + 1;
-        let next = width.saturating_mul(size.max(1) as u128) / held.max(1) as u128;
+        let size = size.max(1) as u128;
+        let next = if held == 0 {
+            width.saturating_mul(2 * size)
+        } else {
+            width.saturating_mul(size) / held as u128
+        };
         let lo = self.lo + self.span + 1;
         let span = (next.max(1) - 1).min(u128::from(u64::MAX - lo)) as u64;
         Part { lo, span }
@@ -142,6 +149,29 @@ mod tests {
     }
 
     #[test]
+    fn parts_sized_for_one_feature_still_cover_the_space_in_few_walks() {
+        let mut s = 3;
+        let hashes: Vec<u64> = (0..2000).map(|_| splitmix(&mut s)).collect();
+        for size in [0, 1, 2] {
+            let mut part = Part::ALL.first_half();
+            let mut walks = 1;
+            let mut seen = 0;
+            loop {
+                let held = hashes.iter().filter(|&&h| part.contains(h)).count();
+                seen += held;
+                if part.is_last() {
+                    break;
+                }
+                part = part.next(held, size);
+                walks += 1;
+                assert!(walks < 50_000, "size {size}: the parts stopped widening");
+            }
+            assert_eq!(seen, hashes.len());
+            assert!(walks < 8000, "size {size}: {walks} walks");
+        }
+    }
+
+    #[test]
     fn a_part_of_one_key_holds_one_hash() {
         let h = 0x0123_4567_89AB_CDEF_u64;
         let mut part = Part::ALL;
@@ -159,10 +189,13 @@ mod tests {
         assert!(part.contains(h));
         assert!(!part.contains(h + 1) && !part.contains(h - 1));
         assert_eq!(part.span, 0);
-        // A part that held nothing is followed by a wider one.
+        // A part that held nothing is followed by a wider one, even when
+        // parts are sized for one feature.
         let after = part.next(0, 10);
         assert_eq!(after.lo, part.lo + 1);
-        assert_eq!(after.span, 9);
+        assert_eq!(after.span, 19);
+        assert_eq!(part.next(0, 1).span, 1);
+        assert_eq!(part.next(0, 0).span, 1);
         // The last part ends the walks, however wide it was asked to be.
         let near_end = Part {
             lo: u64::MAX - 100,
