@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 packages=(postgresql-15 postgresql-server-dev-15 clang libclang-dev
-          pkg-config make gcc sudo python3 python3-pip ca-certificates unzip)
+          pkg-config make gcc sudo python3 python3-pip python3-venv ca-certificates unzip)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

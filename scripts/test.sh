@@ -4,7 +4,9 @@
 # (default "15 16 18"; SIMHASH_PG_VERSIONS=16 make test for a fast loop on
 # one), the in-server #[pg_test]s, the SQL regression files, the
 # concurrency, upgrade and dump/restore tests against a throwaway cluster of
-# that version with the release build installed. Then, where the versions
+# that version with the release build installed, and the Citus tests
+# (tests/citus.sh: skipped, saying so, without the Citus source tarball).
+# Then, where the versions
 # are there: the major-version upgrade 16 -> 18 (pg_upgrade and
 # dump/restore), and the .deb installed with apt into Debian's or PGDG's
 # server and smoke-tested.
@@ -50,6 +52,8 @@ for v in $PG_VERSIONS; do
     log "PostgreSQL $v: dump and restore"
     "$ROOT/tests/dump_restore.sh"
     "$ROOT/scripts/cluster.sh" stop
+    log "PostgreSQL $v: Citus (a coordinator and two workers)"
+    "$ROOT/tests/citus.sh"
 done
 
 if [[ " $PG_VERSIONS " == *" 16 "* && " $PG_VERSIONS " == *" 18 "* ]]; then

@@ -6,6 +6,7 @@
 //!   PostgreSQL 15; from 16 on a macro over `expression_tree_mutator_impl`
 //!   with a typed one. (The walkers differ the same way, but pgrx 0.18
 //!   already gives them one typed signature on every version.)
+//! - `ExecutorRun`: its `execute_once` argument is gone in PostgreSQL 18.
 
 use std::ffi::c_void;
 
@@ -44,4 +45,23 @@ pub unsafe fn expression_tree_mutator(
     context: *mut c_void,
 ) -> *mut Node {
     pg_sys::expression_tree_mutator_impl(node, Some(mutator), context)
+}
+
+/// Runs a started query to its end (`ExecutorRun` lost its `execute_once`
+/// argument in PostgreSQL 18).
+///
+/// # Safety
+/// `desc` went through `ExecutorStart`.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn executor_run_to_end(desc: *mut pg_sys::QueryDesc) {
+    pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0, true)
+}
+
+/// As above, PostgreSQL 18.
+///
+/// # Safety
+/// As above.
+#[cfg(feature = "pg18")]
+pub unsafe fn executor_run_to_end(desc: *mut pg_sys::QueryDesc) {
+    pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0)
 }

@@ -5,6 +5,7 @@ use pgrx::prelude::*;
 
 mod clusters;
 mod compat;
+mod deferred;
 mod errors;
 mod functions;
 mod index;
@@ -32,10 +33,13 @@ extension_sql_file!("../sql/simhash.sql", name = "simhash_surface", bootstrap);
 /// on its first `simhash()` call.
 ///
 /// Loading also installs the parse-time rewrite that lets plain
-/// `fp <~> q <= k` conditions use the band indexes (see `rewrite`).
+/// `fp <~> q <= k` conditions use the band indexes (see `rewrite`), and
+/// the planner hook that runs generic plans of such queries on Citus
+/// distributed tables (see `deferred`).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     rewrite::install();
+    deferred::install();
     // SAFETY: a plain read of a flag PostgreSQL sets while preloading.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         functions::fingerprinter();
