@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use pgrx::prelude::*;
 use simhash_core::cluster::{ClusterError, Clustering, Phase, Progress, MAX_K};
+use simhash_core::scatter;
 
 use crate::errors;
 
@@ -183,4 +184,83 @@ fn progress_line(p: &Progress, elapsed: Duration) -> String {
             p.rows
         ),
     }
+}
+
+/// The `k + 1` bucket keys of a fingerprint for clustering a distributed
+/// table (`simhash_core::scatter`): two fingerprints within `k` share one.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bucket_keys(fp: i64, k: i32) -> Vec<i64> {
+    if !(0..=MAX_K as i32).contains(&k) {
+        errors::cluster_distance_out_of_range(k, MAX_K);
+    }
+    scatter::bucket_keys(fp as u64, k as u32)
+}
+
+/// The links of one bucket: each row of a cluster of two or more rows
+/// within the bucket, with its cluster's smallest key. `keys` and `fps`
+/// are the bucket's rows (`array_agg` of each); NULLs are skipped.
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_bucket_links(
+    keys: Array<'_, i64>,
+    fps: Array<'_, i64>,
+    k: i32,
+) -> TableIterator<'static, (name!(id, i64), name!(cluster, i64))> {
+    if !(0..=MAX_K as i32).contains(&k) {
+        errors::cluster_distance_out_of_range(k, MAX_K);
+    }
+    if keys.len() != fps.len() {
+        errors::bucket_arrays_mismatch(keys.len(), fps.len());
+    }
+    let mut rows: Vec<(i64, u64)> = keys
+        .iter()
+        .zip(fps.iter())
+        .filter_map(|(key, fp)| Some((key?, fp? as u64)))
+        .collect();
+    let links = match scatter::bucket_links(&mut rows, k as u32) {
+        Ok(links) => links,
+        Err(ClusterError::TooManyFingerprints { distinct }) => {
+            errors::too_many_fingerprints(distinct)
+        }
+        Err(e @ (ClusterError::DistanceTooLarge { .. } | ClusterError::Interrupted)) => {
+            unreachable!("k was checked and the callback never stops the run: {e}")
+        }
+    };
+    TableIterator::new(links)
+}
+
+/// The clusters that the `(key, key)` links read from `query` make: each
+/// key in a link with its cluster's smallest key.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile, strict, parallel_unsafe, sql = false)]
+fn simhash_join_links(
+    query: &str,
+) -> TableIterator<'static, (name!(id, i64), name!(cluster, i64))> {
+    let mut links: Vec<(i64, i64)> = Vec::new();
+    Spi::connect(|client| {
+        let mut cursor = match client.try_open_cursor(query, &[]) {
+            Ok(cursor) => cursor,
+            Err(e) => errors::spi_failed("simhash_join_links", &e),
+        };
+        loop {
+            let mut batch = match cursor.fetch(FETCH) {
+                Ok(batch) => batch,
+                Err(e) => errors::spi_failed("simhash_join_links", &e),
+            };
+            if batch.is_empty() {
+                break;
+            }
+            while batch.next().is_some() {
+                let a = batch.get::<i64>(1).ok().flatten();
+                let b = batch.get::<i64>(2).ok().flatten();
+                if let (Some(a), Some(b)) = (a, b) {
+                    links.push((a, b));
+                }
+            }
+            // SAFETY: as in simhash_clusters_query: the batch just read.
+            unsafe { pgrx::pg_sys::SPI_freetuptable(pgrx::pg_sys::SPI_tuptable) };
+            pgrx::check_for_interrupts!();
+        }
+    });
+    TableIterator::new(scatter::join_links(&links))
 }

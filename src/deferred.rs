@@ -70,27 +70,64 @@ fn dissuading_cost() -> f64 {
     f64::from(f32::MAX / 100_000_000f32)
 }
 
-#[pg_guard]
+// PostgreSQL's own planner, declared here without pgrx's error guard (see
+// `plan`).
+extern "C-unwind" {
+    #[link_name = "standard_planner"]
+    fn standard_planner_unguarded(
+        parse: *mut pg_sys::Query,
+        query_string: *const c_char,
+        cursor_options: c_int,
+        bound_params: pg_sys::ParamListInfo,
+    ) -> *mut pg_sys::PlannedStmt;
+}
+
+/// The planner hook. Deliberately not `#[pg_guard]`, and it calls the
+/// planner below it directly, not through pgrx's guarded bindings: an
+/// error raised while planning (any query's) then reaches PostgreSQL's
+/// handler unchanged, CONTEXT lines included, which a pgrx guard would
+/// drop. Nothing with a destructor is alive in this frame; the Rust work
+/// happens in the guarded functions it calls.
 unsafe extern "C-unwind" fn plan(
     parse: *mut pg_sys::Query,
     query_string: *const c_char,
     cursor_options: c_int,
     bound_params: pg_sys::ParamListInfo,
 ) -> *mut pg_sys::PlannedStmt {
-    // Planning scribbles on the query: keep a copy of the candidates.
-    let original = if bound_params.is_null() && candidate(parse) {
-        copy(parse.cast()).cast::<pg_sys::Query>()
-    } else {
-        std::ptr::null_mut()
-    };
+    let original = keep_candidate(parse, bound_params);
     let stmt = match PREVIOUS_PLANNER {
         Some(previous) => previous(parse, query_string, cursor_options, bound_params),
-        None => pg_sys::standard_planner(parse, query_string, cursor_options, bound_params),
+        None => standard_planner_unguarded(parse, query_string, cursor_options, bound_params),
     };
-    if !original.is_null() && unplannable(stmt) {
-        defer(stmt, original, query_string);
+    if !original.is_null() {
+        defer_if_unplannable(stmt, original, query_string);
     }
     stmt
+}
+
+/// A copy of `parse` when it is a candidate (planning scribbles on the
+/// query), else NULL.
+#[pg_guard]
+unsafe extern "C-unwind" fn keep_candidate(
+    parse: *mut pg_sys::Query,
+    bound_params: pg_sys::ParamListInfo,
+) -> *mut pg_sys::Query {
+    if bound_params.is_null() && candidate(parse) {
+        copy(parse.cast()).cast()
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn defer_if_unplannable(
+    stmt: *mut pg_sys::PlannedStmt,
+    original: *mut pg_sys::Query,
+    query_string: *const c_char,
+) {
+    if unplannable(stmt) {
+        defer(stmt, original, query_string);
+    }
 }
 
 /// A read-only query with parameters that uses the distance.

@@ -129,3 +129,13 @@ pub fn features_too_long(limit: usize) -> ! {
         Some("Call it on a shorter part of the text; simhash() itself has no such limit."),
     )
 }
+
+/// 22023: the two arrays of one bucket differ in length.
+pub fn bucket_arrays_mismatch(keys: usize, fps: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_bucket_links: {keys} keys but {fps} fingerprints"),
+        None,
+        Some("Pass array_agg(key) and array_agg(fingerprint) of the same rows."),
+    )
+}

@@ -70,6 +70,7 @@ run_sql() {
 }
 run_sql setup.sql
 run_sql queries.sql
+run_sql clusters.sql
 log "Citus on PostgreSQL $PG_MAJOR: from a driver (psycopg)"
 "$VENV/bin/python" "$ROOT/tests/citus/binding.py"
 log "Citus tests of PostgreSQL $PG_MAJOR passed in $(( SECONDS - started )) s"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The upgrades from 0.1.0, 0.2.0 and 0.3.0 to the current version, on
+# The upgrades from 0.1.0, 0.2.0, 0.3.0 and 0.4.0 to the current version, on
 # stored data: a table with a generated fingerprint column and band indexes made
 # under the old version keeps its values (definition version 1 or 2)
 # through the library upgrade and through ALTER EXTENSION ... UPDATE, the
@@ -113,3 +113,4 @@ SQL
 upgrade_from 0.1.0 simhash_v1
 upgrade_from 0.2.0 simhash_v2
 upgrade_from 0.3.0 simhash
+upgrade_from 0.4.0 simhash

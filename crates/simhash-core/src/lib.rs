@@ -29,6 +29,7 @@ pub mod hex;
 pub mod idf;
 mod part;
 pub mod probe;
+pub mod scatter;
 pub mod text;
 pub mod weights;
 

@@ -1,0 +1,46 @@
+-- simhash_clusters on a distributed table runs on the workers
+-- (repartitioned by bucket) and gives exactly the clusters of the same rows
+-- in a local table, read by one backend.
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+SET search_path = citus_test, public;
+\pset tuples_only on
+\pset format unaligned
+
+CREATE FUNCTION cluster_mismatches(k int, singletons boolean) RETURNS bigint LANGUAGE sql AS $$
+    SELECT (SELECT count(*) FROM (SELECT * FROM simhash_clusters('docs', 'fp', k, 'id', singletons)
+                                  EXCEPT ALL SELECT * FROM simhash_clusters('docs_local', 'fp', k, 'id', singletons)) a)
+         + (SELECT count(*) FROM (SELECT * FROM simhash_clusters('docs_local', 'fp', k, 'id', singletons)
+                                  EXCEPT ALL SELECT * FROM simhash_clusters('docs', 'fp', k, 'id', singletons)) b)
+$$;
+SELECT expect('distributed clusters = local clusters, k = 0..11, without singletons',
+    (SELECT sum(cluster_mismatches(k, false)) FROM generate_series(0, 11) k) = 0);
+SELECT expect('distributed clusters = local clusters, k = 3 and 11, with singletons',
+    cluster_mismatches(3, true) = 0 AND cluster_mismatches(11, true) = 0);
+SELECT expect('the clusters are not trivial',
+    (SELECT count(DISTINCT cluster) FROM simhash_clusters('docs', 'fp', 11, 'id', false)) > 10
+    AND (SELECT count(*) FROM simhash_clusters('docs', 'fp', 11, 'id', false)) > 100);
+SELECT expect('an integer key column',
+    (SELECT count(*) FROM (SELECT * FROM simhash_clusters('queries_co', 'fp', 11, 'qid', false)
+                           EXCEPT ALL SELECT * FROM simhash_clusters('queries', 'fp', 11, 'qid', false)) x) = 0);
+SELECT expect('the work tables are gone',
+    NOT EXISTS (SELECT FROM pg_class WHERE relname LIKE 'simhash_buckets_%'));
+
+-- Errors: before any work, or rolled back with the work table.
+DO $$
+BEGIN
+    PERFORM simhash_clusters('docs', 'fp', 12);
+    RAISE EXCEPTION 'k = 12 was accepted';
+EXCEPTION WHEN invalid_parameter_value THEN
+    NULL;
+END $$;
+SELECT expect('k = 12 fails with 22023', true);
+DO $$
+BEGIN
+    PERFORM simhash_clusters('docs', 'fp', 3, 'no_such_column');
+    RAISE EXCEPTION 'a missing key column was accepted';
+EXCEPTION WHEN undefined_column THEN
+    NULL;
+END $$;
+SELECT expect('a missing key column fails with 42703, no work table left',
+    NOT EXISTS (SELECT FROM pg_class WHERE relname LIKE 'simhash_buckets_%'));
