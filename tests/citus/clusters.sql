@@ -44,3 +44,30 @@ EXCEPTION WHEN undefined_column THEN
 END $$;
 SELECT expect('a missing key column fails with 42703, no work table left',
     NOT EXISTS (SELECT FROM pg_class WHERE relname LIKE 'simhash_buckets_%'));
+
+-- Every function that takes a table: on a distributed, a reference and a
+-- distributed partitioned table.
+SELECT expect('simhash_drop_bands and simhash_add_bands on a distributed table',
+    (SELECT count(*) FROM simhash_drop_bands('docs', 'fp')) = 4
+    AND (SELECT count(*) FROM simhash_add_bands('docs', 'fp')) = 4
+    AND plan_of($$SELECT id FROM docs WHERE fp <~> '0123456789abcdef' <= 3$$) ~ 'Index Scan on docs_fp_band0');
+SELECT expect('simhash_add_bands on a reference table',
+    (SELECT count(*) FROM simhash_add_bands('queries_ref', 'fp')) = 4);
+SELECT expect('simhash_clusters on a reference table',
+    (SELECT count(*) FROM (SELECT * FROM simhash_clusters('queries_ref', 'fp', 11, 'qid')
+                           EXCEPT ALL SELECT * FROM simhash_clusters('queries', 'fp', 11, 'qid')) x) = 0);
+CREATE TABLE pdocs (id bigint, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE pdocs_a PARTITION OF pdocs FOR VALUES FROM (0) TO (150000);
+CREATE TABLE pdocs_b PARTITION OF pdocs FOR VALUES FROM (150000) TO (1000000);
+SELECT create_distributed_table('pdocs', 'id') \gset
+INSERT INTO pdocs SELECT * FROM docs_local;
+SELECT expect('simhash_add_bands on a distributed partitioned table',
+    (SELECT count(*) FROM simhash_add_bands('pdocs', 'fp')) = 4);
+SELECT expect('simhash_clusters on a distributed partitioned table, k = 5',
+    (SELECT count(*) FROM (SELECT * FROM simhash_clusters('pdocs', 'fp', 5, 'id', false)
+                           EXCEPT ALL SELECT * FROM simhash_clusters('docs_local', 'fp', 5, 'id', false)) a) = 0
+    AND (SELECT count(*) FROM (SELECT * FROM simhash_clusters('docs_local', 'fp', 5, 'id', false)
+                           EXCEPT ALL SELECT * FROM simhash_clusters('pdocs', 'fp', 5, 'id', false)) b) = 0);
+SELECT expect('distance queries on a distributed partitioned table',
+    (SELECT array_agg(id ORDER BY id) FROM pdocs WHERE fp <~> (SELECT fp FROM queries WHERE qid = 3) <= 7)
+    = (SELECT array_agg(id ORDER BY id) FROM oracle WHERE qid = 3 AND dist <= 7));
