@@ -59,6 +59,13 @@
 #      The results table is also written to target/bench-citus-ROWS.txt.
 #      nice -n 10 bench/citus.sh    on a shared machine (the servers it starts
 #                                   inherit the niceness)
+#      SIMHASH_PGDATA=/tmp/simhash-bench-single SIMHASH_PGPORT=55460 bench/citus.sh
+#                                   a single node of its own, out of the way of
+#                                   tests that restart the checkout's throwaway
+#                                   cluster (scripts/cluster.sh destroy, with the
+#                                   same variables, removes it)
+# A server restarted under the benchmark, an index build that fails, or a plan
+# without the band indexes stops it with an error.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -71,6 +78,7 @@ CITUS_BENCH_PORT=${CITUS_BENCH_PORT:-55450}
 KEEP=${KEEP:-0}
 NQ=200
 started=$SECONDS
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 corpus="$ROOT/../shared/data/zh_short.jsonl.gz"
 
 [ "$CITUS_BENCH_DIR" != "/tmp/simhash-citus-pg$PG_MAJOR" ] \
@@ -133,6 +141,8 @@ done
 citus_sh start   # restarts the nodes with those settings
 CITUS_VERSION=$(psql_citus -c "SELECT split_part(citus_version(), ' ', 2)")
 PG_VERSION_FULL=$(psql_single -c "SHOW server_version" | cut -d' ' -f1)
+EXT_S=$(psql_single -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash'")
+EXT_C=$(psql_citus -c "SELECT extversion FROM pg_extension WHERE extname = 'simhash'")
 
 # ---------------------------------------------------------------- rows
 
@@ -191,7 +201,7 @@ timed() {
     local who=$1 t0 t1
     shift
     t0=$(date +%s.%N)
-    "psql_$who" "$@" >/dev/null
+    "psql_$who" "$@" >/dev/null || die "failed on the $who side: $*"
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
 }
@@ -210,6 +220,14 @@ T[bands_c]=$(timed citus -c "SELECT count(*) FROM simhash_add_bands('docs', 'fp'
 log "VACUUM ANALYZE"
 T[vac_s]=$(timed single -c "VACUUM ANALYZE docs")
 T[vac_c]=$(timed citus -c "VACUUM ANALYZE docs")
+# The four band indexes, valid, on the single node and on every shard.
+bands_sql="SELECT count(*) FROM pg_index WHERE indrelid = '%s'::regclass AND indisvalid AND indexprs IS NOT NULL"
+# shellcheck disable=SC2059 # the format is ours
+b_s=$(psql_single -c "$(printf "$bands_sql" docs)")
+b_c=$(psql_citus -c "SELECT string_agg(DISTINCT result, ',') FROM run_command_on_shards('docs', \$\$$bands_sql\$\$)")
+if [ "$b_s" != 4 ] || [ "$b_c" != 4 ]; then
+    die "band indexes: $b_s on the single node, $b_c per shard; expected 4"
+fi
 n_s=$(psql_single -c "SELECT count(*) FROM docs")
 n_c=$(psql_citus -c "SELECT count(*) FROM docs")
 if [ "$n_s" != "$ROWS" ] || [ "$n_c" != "$ROWS" ]; then
@@ -347,8 +365,11 @@ ask citus "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE fp <~> '$q1'::simhash64
 PLAN_C=$(printf '%s\n' "${ROWS_OUT[@]}" | head -n 12)
 printf '%s\n\n%s\n' "$PLAN_S" "$PLAN_C" >&2
 uses_bands() { if grep -q 'Bitmap Index Scan on .*_band' <<<"$1"; then echo "band indexes (BitmapOr)"; else echo "NOT the band indexes"; fi; }
+case "$PLAN_S$PLAN_C" in
+    *"Bitmap Index Scan on docs_fp_band"*"Bitmap Index Scan on docs_fp_band"*) ;;
+    *) die "a plan of k = 3 does not use the band indexes" ;;
+esac
 PLANS="plans of k = 3: single $(uses_bands "$PLAN_S"); citus: $(grep -m1 -o 'Task Count: [0-9]*' <<<"$PLAN_C"), the task shown $(uses_bands "$PLAN_C")"
-LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- queries
 
@@ -431,7 +452,7 @@ wall=$((SECONDS - started))
 mkdir -p "$ROOT/target"
 {
     echo
-    echo "== simhash: one node vs Citus $CITUS_VERSION (coordinator + 2 workers, $SHARDS shards), $ROWS rows ($REAL_ROWS of real text), PostgreSQL $PG_VERSION_FULL, $(nproc) cores =="
+    echo "== simhash: one node vs Citus $CITUS_VERSION (coordinator + 2 workers, $SHARDS shards), $ROWS rows ($REAL_ROWS of real text), PostgreSQL $PG_VERSION_FULL, simhash $EXT_S (single) / $EXT_C (citus), $(nproc) cores =="
     printf '%-30s %9s %9s %9s\n' "build (s)" single citus citus/single
     printf '%-30s %9s %9s %9s\n' "load: \\copy of the rows" "${T[load_s]}" "${T[load_c]}" "$(ratio "${T[load_s]}" "${T[load_c]}")"
     printf '%-30s %9s %9s %9s\n' "primary key" "${T[pk_s]}" "${T[pk_c]}" "$(ratio "${T[pk_s]}" "${T[pk_c]}")"
@@ -452,5 +473,5 @@ mkdir -p "$ROOT/target"
     echo
     echo "$PLANS"
     printf '%s\n' "${CLUSTER_ROWS[@]}"
-    echo "wall time: ${wall} s; load average when the queries began: $LOAD_START, at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "wall time: ${wall} s; load average before the run (other work on the machine): $LOAD_BEFORE"
 } | tee "$ROOT/target/bench-citus-$ROWS.txt"
