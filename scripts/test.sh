@@ -4,8 +4,10 @@
 # (default "15 16 18"; SIMHASH_PG_VERSIONS=16 make test for a fast loop on
 # one), the in-server #[pg_test]s, the SQL regression files, the
 # concurrency, upgrade and dump/restore tests against a throwaway cluster of
-# that version with the release build installed, and the Citus tests
-# (tests/citus.sh: skipped, saying so, without the Citus source tarball).
+# that version with the release build installed, the Citus tests
+# (tests/citus.sh: skipped, saying so, without the Citus source tarball)
+# and the postgres_fdw tests (tests/fdw.sh: skipped, saying so, where the
+# server has no postgres_fdw).
 # Then, where the versions
 # are there: the major-version upgrade 16 -> 18 (pg_upgrade and
 # dump/restore), and the .deb installed with apt into Debian's or PGDG's
@@ -54,6 +56,8 @@ for v in $PG_VERSIONS; do
     "$ROOT/scripts/cluster.sh" stop
     log "PostgreSQL $v: Citus (a coordinator and two workers)"
     "$ROOT/tests/citus.sh"
+    log "PostgreSQL $v: postgres_fdw (a front and two remotes)"
+    "$ROOT/tests/fdw.sh"
 done
 
 if [[ " $PG_VERSIONS " == *" 16 "* && " $PG_VERSIONS " == *" 18 "* ]]; then

@@ -4,6 +4,102 @@
 -- The library (not this script) adds the planner hook that runs generic
 -- plans of distance queries on Citus distributed tables.
 
+-- simhash_add_bands refuses foreign tables and partitioned tables with
+-- foreign partitions (42809, with a HINT): CREATE INDEX skipped those
+-- partitions without a word.
+CREATE OR REPLACE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp')
+    RETURNS SETOF regclass
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    owner oid;
+    nsp oid;
+    rel name;
+    col_type oid;
+    idx oid;
+    label text;
+    t text;
+    c text;
+    candidate text;
+    attempt int;
+    remote regclass;
+BEGIN
+    SELECT cl.relowner, cl.relnamespace, cl.relname INTO owner, nsp, rel
+    FROM pg_class cl WHERE cl.oid = tbl;
+    IF NOT pg_has_role(owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
+    END IF;
+    -- Foreign tables hold no rows here to index: CREATE INDEX refuses one,
+    -- and on a partitioned table it skips foreign partitions without a
+    -- word, which would leave their rows without band indexes.
+    SELECT fc.oid INTO remote
+    FROM pg_class fc
+    WHERE fc.relkind = 'f'
+      AND (fc.oid = tbl OR fc.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt))
+    ORDER BY fc.oid = tbl DESC, fc.oid
+    LIMIT 1;
+    IF remote IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot create band indexes on foreign table %', remote
+            USING ERRCODE = '42809',
+                  DETAIL = CASE WHEN remote = tbl THEN 'Its rows are on another server.'
+                                ELSE format('%s is a partition of %s; its rows are on another server.', remote, tbl) END,
+                  HINT = 'Run simhash_add_bands on the table on the remote server; with postgres_fdw''s extensions ''simhash'' option the distance conditions are sent there and use those indexes.';
+    END IF;
+    SELECT a.atttypid INTO col_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', col, tbl
+            USING ERRCODE = '42703';
+    END IF;
+    IF col_type <> '@extschema@.simhash64'::regtype THEN
+        RAISE EXCEPTION 'column "%" of relation % is of type %, not simhash64',
+            col, tbl, format_type(col_type, NULL)
+            USING ERRCODE = '42804';
+    END IF;
+    FOR n IN 0..3 LOOP
+        -- An index of the form the planner matches: B-tree, whole table,
+        -- the one expression simhash_band(col, n), valid.
+        SELECT i.indexrelid INTO idx
+        FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+        WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indkey[0] = 0
+          AND i.indpred IS NULL AND i.indisvalid AND i.indisready
+          AND ic.relam = (SELECT am.oid FROM pg_am am WHERE am.amname = 'btree')
+          AND pg_get_expr(i.indexprs, i.indrelid)
+              = format('%s.simhash_band(%s, %s)', '@extschema@', quote_ident(col), n)
+        ORDER BY i.indexrelid
+        LIMIT 1;
+        IF NOT FOUND THEN
+            idx := NULL;
+            FOR attempt IN 0..999 LOOP
+                label := '_band' || n || CASE WHEN attempt = 0 THEN '' ELSE '_' || attempt END;
+                t := rel;
+                c := col;
+                WHILE octet_length(t) + 1 + octet_length(c) + octet_length(label) > 63 LOOP
+                    IF octet_length(t) >= octet_length(c) THEN
+                        t := left(t, -1);
+                    ELSE
+                        c := left(c, -1);
+                    END IF;
+                END LOOP;
+                candidate := t || '_' || c || label;
+                EXIT WHEN NOT EXISTS (SELECT FROM pg_class WHERE relnamespace = nsp AND relname = candidate);
+                candidate := NULL;
+            END LOOP;
+            IF candidate IS NULL THEN
+                RAISE EXCEPTION 'could not choose a name for band index % of %', n, tbl
+                    USING ERRCODE = '42P07';
+            END IF;
+            EXECUTE format('CREATE INDEX %I ON %s (@extschema@.simhash_band(%I, %s))',
+                           candidate, tbl, col, n);
+            SELECT cl.oid INTO STRICT idx FROM pg_class cl
+            WHERE cl.relnamespace = nsp AND cl.relname = candidate;
+        END IF;
+        RETURN NEXT idx::regclass;
+    END LOOP;
+END
+$$;
+
 -- Clustering a Citus distributed table on its workers
 -- (simhash_core::scatter): each row goes to the k + 1 buckets of its
 -- fingerprint's blocks (two fingerprints within k share one), each bucket

@@ -306,11 +306,28 @@ DECLARE
     c text;
     candidate text;
     attempt int;
+    remote regclass;
 BEGIN
     SELECT cl.relowner, cl.relnamespace, cl.relname INTO owner, nsp, rel
     FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
+    END IF;
+    -- Foreign tables hold no rows here to index: CREATE INDEX refuses one,
+    -- and on a partitioned table it skips foreign partitions without a
+    -- word, which would leave their rows without band indexes.
+    SELECT fc.oid INTO remote
+    FROM pg_class fc
+    WHERE fc.relkind = 'f'
+      AND (fc.oid = tbl OR fc.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt))
+    ORDER BY fc.oid = tbl DESC, fc.oid
+    LIMIT 1;
+    IF remote IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot create band indexes on foreign table %', remote
+            USING ERRCODE = '42809',
+                  DETAIL = CASE WHEN remote = tbl THEN 'Its rows are on another server.'
+                                ELSE format('%s is a partition of %s; its rows are on another server.', remote, tbl) END,
+                  HINT = 'Run simhash_add_bands on the table on the remote server; with postgres_fdw''s extensions ''simhash'' option the distance conditions are sent there and use those indexes.';
     END IF;
     SELECT a.atttypid INTO col_type FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;

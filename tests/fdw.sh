@@ -38,7 +38,7 @@ BANDS=(docs_part_fp_band0 docs_part_fp_band1 docs_part_fp_band2 docs_part_fp_ban
 # What simhash_add_bands('docs', 'fp') on the front (a partitioned table
 # whose partitions are all foreign tables) is expected to do; see
 # check_add_bands_on_foreign_partitions.
-ADD_BANDS_EXPECT=${SIMHASH_FDW_ADD_BANDS_EXPECT:-record}
+ADD_BANDS_EXPECT=${SIMHASH_FDW_ADD_BANDS_EXPECT:-refuse}
 ADD_BANDS_SQLSTATE=${SIMHASH_FDW_ADD_BANDS_SQLSTATE:-42809}
 
 SHAREDIR=$("$PG_CONFIG" --sharedir)
@@ -551,20 +551,15 @@ done
 # ---------------------------------------------------------------------------
 # simhash_add_bands on the front's partitioned table.
 
-# TODO(simhash_add_bands on foreign partitions): observed with 0.4.0: on
-# `docs` (partitioned, every partition a foreign table) it succeeds and
-# returns docs_fp_band0..3: CREATE INDEX on a partitioned table skips
-# foreign partitions, so it makes four partitioned indexes that cover no
-# partition, serve no query and leave the remotes without band indexes.
-# On a foreign table itself (docs_on_remote1) CREATE INDEX fails:
-# 42809 cannot create index on relation "docs_on_remote1" / This operation
-# is not supported for foreign tables. Expected once the function is
-# changed (set SIMHASH_FDW_ADD_BANDS_EXPECT, or change the default above):
-#   refuse: both calls fail with SQLSTATE $ADD_BANDS_SQLSTATE and a HINT that
-#           says to run simhash_add_bands on each remote table, creating
-#           nothing;
-#   skip:   on `docs` it creates nothing for the foreign partitions and says
-#           so (a NOTICE or WARNING naming them and simhash_add_bands).
+# simhash 0.4.0 succeeded on `docs` (partitioned, every partition a
+# foreign table) and returned docs_fp_band0..3: CREATE INDEX on a
+# partitioned table skips foreign partitions, so it made four partitioned
+# indexes that covered no partition, served no query and left the remotes
+# without band indexes; on a foreign table itself CREATE INDEX failed
+# without a word on what to do. Since 0.5.0 (the default, refuse): both
+# calls fail with 42809 and a HINT to run simhash_add_bands on each remote
+# table, creating nothing. SIMHASH_FDW_ADD_BANDS_EXPECT=record only records
+# what happens.
 check_add_bands_on_foreign_partitions() {
     local out on_part indexes
     out=$(q front -v VERBOSITY=verbose -c "BEGIN" -c "SELECT * FROM simhash_add_bands('docs', 'fp')" \
