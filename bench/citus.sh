@@ -51,8 +51,8 @@
 #                 execution time of the shard queries, summed over the tasks,
 #                 against the coordinator's total
 #
-# Clustering (simhash_clusters on the distributed table) has a placeholder:
-# cluster_compare below.
+# Clustering: simhash_clusters on the single node, gathered through the
+# Citus coordinator, and on the Citus workers (cluster_compare below).
 #
 # Run: bench/citus.sh [ROWS]        default 10000000; e.g. bench/citus.sh 1000000
 #      KEEP=1 bench/citus.sh ...    keep the tables and the stopped Citus cluster
@@ -425,29 +425,53 @@ measure "k=3, cached=16" 3 "$POINT" - "k=3"
 measure "k=7, cached=16" 7 "$POINT" - "k=7"
 ask citus "RESET citus.max_cached_conns_per_worker"
 
-# ---------------------------------------------------------------- clustering (placeholder)
+# ---------------------------------------------------------------- clustering
 
-# PLACEHOLDER, not implemented: simhash_clusters on the distributed table.
-# To compare, on the same docs:
-#   single       SELECT count(*), count(DISTINCT cluster)
-#                FROM simhash_clusters('docs', 'fp', K) on the single node
-#   gather       the same on the Citus coordinator: today's path, every row
-#                of every shard gathered through the coordinator
-#   distributed  the distributed version (being written)
-# with the clusterings checked against each other (count, count DISTINCT
-# cluster; or the pairs (id, cluster)). At hand here: psql_single /
-# psql_citus ARGS (a psql on each side, -At), timed single|citus ARGS (the
-# seconds the statements take), and CLUSTER_ROWS, lines printed under the
-# results table. Called after the point queries, before the summary.
+# simhash_clusters(docs, fp, K, 'id', false) for K in $CLUSTER_KS (default
+# "3 7"), three ways on the same rows:
+#   single       on the single node
+#   gather       on the Citus coordinator, today's single-node path forced:
+#                simhash_clusters_query('SELECT id, fp FROM docs', ...) reads
+#                every row of every shard through the coordinator
+#   distributed  simhash_clusters on the distributed table (0.5.0): the rows
+#                go worker to worker into k + 1 buckets each, each worker
+#                clusters its buckets, only links come back
+# Each result is summed up as "rows clusters checksum" (the checksum: the
+# sum of id * cluster over the rows), which must be the same three times.
+# Seconds at the client, including that small aggregate.
 CLUSTER_ROWS=()
-cluster_compare() {
-    CLUSTER_ROWS+=("clustering (simhash_clusters): not measured yet, cluster_compare in $0 is a placeholder")
+cluster_run() { # cluster_run SYSTEM SQL: prints "seconds|summary"
+    local who=$1 sql=$2 t0 t1 out
+    t0=$(date +%s.%N)
+    out=$("psql_$who" -c "SELECT count(*) || ' ' || count(DISTINCT cluster) || ' ' || sum(id::numeric * cluster) FROM ($sql) c") \
+        || die "clustering failed on the $who side: $sql"
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" -v o="$out" 'BEGIN { printf "%.2f|%s", b - a, o }'
 }
-cluster_compare
-
+cluster_compare() {
+    local k single gather dist
+    CLUSTER_ROWS+=("clustering, simhash_clusters(docs, fp, k, 'id', false), s at the client; summary = rows, clusters, checksum")
+    CLUSTER_ROWS+=("$(printf '%-6s %10s %10s %12s %14s %16s  %s' k single gather distributed "dist/gather" "dist/single" "same answer")")
+    for k in ${CLUSTER_KS:-3 7}; do
+        log "clustering, k = $k: single node"
+        single=$(cluster_run single "SELECT * FROM simhash_clusters('docs', 'fp', $k, 'id', false)")
+        log "clustering, k = $k: Citus, gathered through the coordinator"
+        gather=$(cluster_run citus "SELECT * FROM simhash_clusters_query('SELECT id, fp FROM docs', $k, false)")
+        log "clustering, k = $k: Citus, on the workers"
+        dist=$(cluster_run citus "SELECT * FROM simhash_clusters('docs', 'fp', $k, 'id', false)")
+        local same="yes (${single#*|})"
+        if [ "${single#*|}" != "${gather#*|}" ] || [ "${single#*|}" != "${dist#*|}" ]; then
+            same="NO: single ${single#*|}, gather ${gather#*|}, distributed ${dist#*|}"
+        fi
+        CLUSTER_ROWS+=("$(printf '%-6s %10s %10s %12s %14s %16s  %s' "$k" "${single%%|*}" "${gather%%|*}" "${dist%%|*}" \
+            "$(ratio "${gather%%|*}" "${dist%%|*}")" "$(ratio "${single%%|*}" "${dist%%|*}")" "$same")")
+        [[ $same == yes* ]] || die "the three clusterings differ at k = $k: $same"
+    done
+}
 # ---------------------------------------------------------------- summary
 
 ratio() { awk -v a="$2" -v b="$1" 'BEGIN { printf "%.1fx", a / (b > 0 ? b : 0.001) }'; }
+cluster_compare
 wall=$((SECONDS - started))
 mkdir -p "$ROOT/target"
 {
