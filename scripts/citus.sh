@@ -304,15 +304,21 @@ start_node() { # start_node INDEX
 # version of the library (after a rebuild, the server refuses distributed
 # queries until they match).
 prepare_database() { # prepare_database INDEX
-    local i=$1 ext
-    if [ -z "$(node_psql "$i" postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'")" ]; then
+    local i=$1 ext found
+    # A failed check must stop here, not read as "missing" (a node still
+    # recovering from a crash refuses connections for a moment).
+    found=$(node_psql "$i" postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'") \
+        || die "cannot query the Citus ${NODES[$i]} (port $(node_port "$i"))"
+    if [ -z "$found" ]; then
         node_psql "$i" postgres -c "CREATE DATABASE $DB"
     fi
     # Not CREATE EXTENSION IF NOT EXISTS: once the coordinator has
     # distributed simhash, a worker refuses even that ("operation is not
     # allowed on this node").
     for ext in citus simhash; do
-        if [ -z "$(node_psql "$i" "$DB" -tAc "SELECT 1 FROM pg_extension WHERE extname = '$ext'")" ]; then
+        found=$(node_psql "$i" "$DB" -tAc "SELECT 1 FROM pg_extension WHERE extname = '$ext'") \
+            || die "cannot query the Citus ${NODES[$i]} (port $(node_port "$i"))"
+        if [ -z "$found" ]; then
             node_psql "$i" "$DB" -c "CREATE EXTENSION $ext"
         fi
     done

@@ -15,11 +15,12 @@
 # The driver test runs in a virtual environment with psycopg 3 from PyPI
 # ($ROOT/.cache/test-venv).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../scripts/common.sh
 . "$(dirname "$0")/../scripts/common.sh"
 require_pg
 
 SOURCES=${SIMHASH_CITUS_SOURCES:-$ROOT/../shared/vendor}
-PSYCOPG=psycopg[binary]==3.2.10
+PSYCOPG="psycopg[binary]==3.2.10"
 
 # The newest Citus tarball in $SOURCES that supports $PG_MAJOR.
 tarball_for() {
@@ -32,7 +33,7 @@ tarball_for() {
     esac
     local s t
     for s in $series; do
-        t=$(ls -1 "$SOURCES"/citus-"$s".*.tar.gz 2>/dev/null | sort -V | tail -n 1 || true)
+        t=$(find "$SOURCES" -maxdepth 1 -name "citus-$s.*.tar.gz" 2>/dev/null | sort -V | tail -n 1 || true)
         if [ -n "$t" ]; then
             printf '%s' "$t"
             return
