@@ -417,128 +417,24 @@ $$;
 --       FOR EACH ROW EXECUTE FUNCTION simhash_near_unique('fp', '3', 'error', 'id');
 --
 -- Arguments: the fingerprint column, k (0..11), 'error' (the default:
--- SQLSTATE 23505 naming the existing row) or 'skip' (the row is silently
--- dropped and counted), and the key column named in errors (default 'id').
+-- SQLSTATE 23505 like a unique violation, naming the existing row when the
+-- inserting role could read it) or 'skip' (the row is silently dropped and
+-- counted), and the key column named in errors (default 'id').
 --
--- Concurrency: before looking, each row takes transaction-scoped advisory
--- locks on its bands (for k > 3, on every band value within floor(k/4)
--- bits), bucketed into 4 x 1024 keys per table. Two rows within k always
--- share one of those keys, so concurrent near-duplicates are serialized:
--- the second waits for the first transaction to end, then, under READ
--- COMMITTED, sees its row. Under REPEATABLE READ or SERIALIZABLE a
--- transaction cannot see rows committed after it started, so the trigger
--- refuses to run there (SQLSTATE 0A000) rather than let a pair slip in.
+-- Like a unique index, it sees every row whoever inserts (row-level
+-- security and privileges do not hide rows from it), rows of transactions
+-- in progress (it waits for them to end) and rows committed after the
+-- transaction's snapshot, so it works at every isolation level. On a
+-- partitioned table it checks every partition. It probes the band indexes
+-- (simhash_add_bands) directly, or scans a table that has none. Short
+-- locks of its own, held from the check until the row is in, serialize
+-- concurrent near-duplicates (src/guard.rs explains why they cannot cause
+-- a deadlock by themselves).
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION simhash_near_unique() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp
-    -- While a table is being loaded its statistics say it is empty, and the
-    -- planner would check each new row with a scan: quadratic in the load
-    -- (measured: 287 rows/s over 65k rows). The band indexes are always the
-    -- right plan for one fingerprint.
-    SET enable_seqscan = off
-AS $$
-DECLARE
-    col name;
-    k int;
-    on_conflict text;
-    key_col name;
-    fp @extschema@.simhash64;
-    old_fp @extschema@.simhash64;
-    own_key text;
-    existing text;
-    existing_fp @extschema@.simhash64;
-    lock_base int;
-    generated "char";
-    generation text;
-BEGIN
-    IF TG_WHEN <> 'BEFORE' OR TG_LEVEL <> 'ROW' OR TG_OP NOT IN ('INSERT', 'UPDATE') THEN
-        RAISE EXCEPTION 'simhash_near_unique() must be a BEFORE INSERT OR UPDATE ... FOR EACH ROW trigger'
-            USING ERRCODE = '39P01';
-    END IF;
-    IF TG_NARGS < 2 OR TG_NARGS > 4 THEN
-        RAISE EXCEPTION 'simhash_near_unique() takes 2 to 4 arguments: column, k [, error | skip [, key column]]'
-            USING ERRCODE = '22023';
-    END IF;
-    col := TG_ARGV[0];
-    IF TG_ARGV[1] !~ '^\s*\d{1,2}\s*$' OR TG_ARGV[1]::int > 11 THEN
-        RAISE EXCEPTION 'simhash_near_unique() distance must be an integer from 0 to 11, not "%"', TG_ARGV[1]
-            USING ERRCODE = '22023';
-    END IF;
-    k := TG_ARGV[1]::int;
-    on_conflict := lower(coalesce(TG_ARGV[2], 'error'));
-    IF on_conflict NOT IN ('error', 'skip') THEN
-        RAISE EXCEPTION 'simhash_near_unique() action must be "error" or "skip", not "%"', TG_ARGV[2]
-            USING ERRCODE = '22023';
-    END IF;
-    key_col := coalesce(TG_ARGV[3], 'id');
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'simhash_near_unique() needs READ COMMITTED, not %',
-            upper(current_setting('transaction_isolation'))
-            USING ERRCODE = '0A000',
-                  HINT = 'Under a snapshot taken before another transaction committed a near-duplicate, the check could not see it.';
-    END IF;
-
-    -- A generated column is not computed yet in a BEFORE trigger: evaluate
-    -- its expression on the new row (it is computed again when stored).
-    SELECT a.attgenerated, pg_get_expr(d.adbin, d.adrelid) INTO generated, generation
-    FROM pg_attribute a
-    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-    WHERE a.attrelid = TG_RELID AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'column "%" of relation % does not exist', col, TG_RELID::regclass
-            USING ERRCODE = '42703';
-    END IF;
-    IF generated = 's' THEN
-        EXECUTE format('SELECT (%s)::@extschema@.simhash64, t.%I::text FROM (SELECT ($1).*) t',
-                       generation, key_col)
-            INTO fp, own_key USING NEW;
-    ELSE
-        EXECUTE format('SELECT ($1).%I, ($1).%I::text', col, key_col) INTO fp, own_key USING NEW;
-    END IF;
-    IF fp IS NULL THEN
-        RETURN NEW;
-    END IF;
-    IF TG_OP = 'UPDATE' THEN
-        EXECUTE format('SELECT ($1).%I', col) INTO old_fp USING OLD;
-        IF old_fp::bigint = fp::bigint THEN
-            RETURN NEW;
-        END IF;
-    END IF;
-
-    -- Serialize with every concurrent writer of a possible near-duplicate.
-    -- Keys are taken in ascending order so single-row transactions never
-    -- deadlock on them.
-    lock_base := hashtext(TG_RELID::text || '/' || col) & ~3;
-    PERFORM pg_advisory_xact_lock(lock_base + n, v)
-    FROM (SELECT DISTINCT n, nb % 1024 AS v
-          FROM generate_series(0, 3) n,
-               unnest(@extschema@.simhash_band_neighbors(fp, n, k)) nb
-          ORDER BY 1, 2) keys;
-
-    -- The rewrite turns this into band-index lookups.
-    EXECUTE format('SELECT t.%I::text, t.%I FROM %s t WHERE @extschema@.hamming(t.%I, $1) <= $2 %s LIMIT 1',
-                   key_col, col, TG_RELID::regclass, col,
-                   CASE WHEN TG_OP = 'UPDATE' THEN format('AND t.%I::text IS DISTINCT FROM $3', key_col) ELSE '' END)
-        INTO existing, existing_fp
-        USING fp, k, own_key;
-    IF existing_fp IS NULL THEN
-        RETURN NEW;
-    END IF;
-    IF on_conflict = 'skip' THEN
-        PERFORM set_config('simhash.skipped',
-                           (coalesce(nullif(current_setting('simhash.skipped', true), ''), '0')::bigint + 1)::text,
-                           false);
-        RETURN NULL;
-    END IF;
-    RAISE EXCEPTION 'duplicate key value violates near-unique constraint "%"', TG_NAME
-        USING ERRCODE = '23505',
-              DETAIL = format('Key (%s)=(%s) is within distance %s of (%s)=(%s), the row with %s=%s.',
-                              col, fp, @extschema@.hamming(fp, existing_fp), col, existing_fp, key_col, existing),
-              TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA, CONSTRAINT = TG_NAME;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'simhash_near_unique_wrapper'
+    LANGUAGE C;
 
 -- How many rows 'skip' triggers have dropped in this session; resets it.
 CREATE FUNCTION simhash_skipped(reset boolean DEFAULT false) RETURNS bigint

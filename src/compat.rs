@@ -7,6 +7,7 @@
 //!   with a typed one. (The walkers differ the same way, but pgrx 0.18
 //!   already gives them one typed signature on every version.)
 //! - `ExecutorRun`: its `execute_once` argument is gone in PostgreSQL 18.
+//! - `index_beginscan`: PostgreSQL 18 added an instrumentation argument.
 
 use std::ffi::c_void;
 
@@ -64,4 +65,33 @@ pub unsafe fn executor_run_to_end(desc: *mut pg_sys::QueryDesc) {
 #[cfg(feature = "pg18")]
 pub unsafe fn executor_run_to_end(desc: *mut pg_sys::QueryDesc) {
     pg_sys::ExecutorRun(desc, pg_sys::ScanDirection::ForwardScanDirection, 0)
+}
+
+/// Starts an index scan with no ORDER BY keys (`index_beginscan` took an
+/// instrumentation argument in PostgreSQL 18).
+///
+/// # Safety
+/// Open relations and a valid snapshot.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn index_beginscan(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    pg_sys::index_beginscan(heap, index, snapshot, nkeys, 0)
+}
+
+/// As above, PostgreSQL 18.
+///
+/// # Safety
+/// As above.
+#[cfg(feature = "pg18")]
+pub unsafe fn index_beginscan(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0)
 }

@@ -139,3 +139,94 @@ pub fn bucket_arrays_mismatch(keys: usize, fps: usize) -> ! {
         Some("Pass array_agg(key) and array_agg(fingerprint) of the same rows."),
     )
 }
+
+/// 39P01: `simhash_near_unique()` called other than by the trigger manager.
+pub fn guard_not_trigger() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        "simhash_near_unique() was not called by the trigger manager".into(),
+        None,
+        None,
+    )
+}
+
+/// 39P01: the guard made as another kind of trigger.
+pub fn guard_wrong_event() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        "simhash_near_unique() must be a BEFORE INSERT OR UPDATE ... FOR EACH ROW trigger".into(),
+        None,
+        None,
+    )
+}
+
+/// 22023: the guard's arguments, counted.
+pub fn guard_argument_count() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        "simhash_near_unique() takes 2 to 4 arguments: column, k [, error | skip [, key column]]"
+            .into(),
+        None,
+        None,
+    )
+}
+
+/// 22023: the guard's distance argument.
+pub fn guard_bad_distance(given: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_near_unique() distance must be an integer from 0 to 11, not \"{given}\""),
+        None,
+        None,
+    )
+}
+
+/// 22023: the guard's action argument.
+pub fn guard_bad_action(given: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_near_unique() action must be \"error\" or \"skip\", not \"{given}\""),
+        None,
+        None,
+    )
+}
+
+/// 42703: a column named in the guard's arguments is missing.
+pub fn guard_no_column(column: &str, relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+        format!("column \"{column}\" of relation \"{relation}\" does not exist"),
+        None,
+        None,
+    )
+}
+
+/// 42804: the guarded column is not a fingerprint.
+pub fn guard_not_simhash64(column: &str, relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+        format!("column \"{column}\" of relation \"{relation}\" is not of type simhash64"),
+        Some("simhash_near_unique() guards a simhash64 column.".into()),
+        None,
+    )
+}
+
+/// 0A000: a foreign partition cannot be checked.
+pub fn guard_foreign_partition(relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        format!("simhash_near_unique() cannot check foreign table \"{relation}\""),
+        Some("The guard reads every partition of the table it is made on.".into()),
+        None,
+    )
+}
+
+/// 0A000: the guard on a Citus shard would see that shard only.
+pub fn guard_on_citus_shard(relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        format!("simhash_near_unique() cannot guard Citus shard \"{relation}\""),
+        Some("On a distributed table the guard would check one shard, not the table.".into()),
+        Some("Guard a local staging table and move its rows on, or find near-duplicates after loading with simhash_clusters()."),
+    )
+}

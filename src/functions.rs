@@ -1,5 +1,6 @@
 //! `simhash(text)`, `simhash_features(text)`, `hamming`, `simhash_band`.
 
+use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use pgrx::prelude::*;
@@ -43,13 +44,69 @@ fn utf8_text(bytes: &[u8]) -> &str {
 /// features. Checks for a cancel or a statement timeout between pieces of
 /// text.
 fn fingerprint(version: Version, text: &[u8]) -> Option<i64> {
+    if let Some(fp) = MEMO.with(|memo| memo.take(version, text)) {
+        return fp;
+    }
+    let bytes = text;
     let text = utf8_text(text);
     let checked = fingerprinter().fingerprint_checked_as(version, text, || {
         pgrx::check_for_interrupts!();
         true
     });
     // The closure never says stop: a cancel leaves by PostgreSQL's error.
-    checked.expect("never interrupted").map(|fp| fp as i64)
+    let fp = checked.expect("never interrupted").map(|fp| fp as i64);
+    MEMO.with(|memo| memo.keep(version, bytes, fp));
+    fp
+}
+
+/// One fingerprint kept for the call that comes right after: the
+/// near-unique guard computes a generated fingerprint column's value on
+/// the new row (`crate::guard`), and PostgreSQL then computes the column
+/// itself from the same text. Armed only by the guard, consumed by the
+/// first call that follows, so every other call pays one branch.
+struct Memo {
+    armed: Cell<bool>,
+    kept: RefCell<Option<Kept>>,
+}
+
+/// A fingerprint with the definition and text it was computed from.
+type Kept = (Version, Vec<u8>, Option<i64>);
+
+impl Memo {
+    fn take(&self, version: Version, text: &[u8]) -> Option<Option<i64>> {
+        let mut kept = self.kept.borrow_mut();
+        let (v, t, fp) = kept.take()?;
+        (v == version && t == text).then_some(fp)
+    }
+
+    fn keep(&self, version: Version, text: &[u8], fp: Option<i64>) {
+        if self.armed.get() {
+            *self.kept.borrow_mut() = Some((version, text.to_vec(), fp));
+        }
+    }
+}
+
+thread_local! {
+    static MEMO: Memo = const {
+        Memo {
+            armed: Cell::new(false),
+            kept: RefCell::new(None),
+        }
+    };
+}
+
+/// Keep the fingerprints computed from now until [`forget_next`] for the
+/// next call with the same text (the last one wins).
+pub fn remember_next() {
+    MEMO.with(|memo| {
+        memo.kept.borrow_mut().take();
+        memo.armed.set(true);
+    });
+}
+
+/// Stop keeping fingerprints; the one kept stays for the next call.
+pub fn forget_next() {
+    MEMO.with(|memo| memo.armed.set(false));
 }
 
 /// `simhash(text)` of extension 0.1, `simhash_v1(text)` from 0.2 on:

@@ -8,6 +8,7 @@ mod compat;
 mod deferred;
 mod errors;
 mod functions;
+mod guard;
 mod index;
 mod nodes;
 mod rewrite;

@@ -29,6 +29,8 @@ upgrade_from() {
                        fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
     SELECT count(*) FROM simhash_add_bands('docs', 'fp');
     CREATE INDEX docs_body_fp ON docs (simhash(body));
+    CREATE TRIGGER docs_near_unique BEFORE INSERT OR UPDATE ON docs
+        FOR EACH ROW EXECUTE FUNCTION simhash_near_unique('fp', '3', 'error', 'id');
     INSERT INTO docs (id, body) VALUES
         (1, '國務院總理李鵬今天在人民大會堂會見了來訪的日本客人'),
         (2, '苹果公司发布了新款iPhone 15 Pro，售价7999元起。'),
@@ -81,6 +83,16 @@ SQL
     \$\$;
 SQL
 
+    # The guard trigger made under $from is the library's guard now, and
+    # refuses a near-duplicate like a unique index.
+    [ "$(q simhash_upgrade -c "SELECT l.lanname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_language l ON l.oid = p.prolang WHERE t.tgname = 'docs_near_unique'")" = c ] ||
+        fail "the guard trigger made under $from does not call the C guard"
+    refused=$(q simhash_upgrade -v VERBOSITY=verbose -c "INSERT INTO docs (id, body) VALUES (6, 'The quick brown fox jumps over the lazy dog!')" 2>&1 || true)
+    grep -q "23505" <<<"$refused" && grep -q "docs_near_unique" <<<"$refused" ||
+        fail "the guard trigger made under $from let a near-duplicate in: $refused"
+    q simhash_upgrade -c "INSERT INTO docs (id, body) VALUES (7, '一篇完全不同的新闻，讲的是北京的天气和交通。')" >/dev/null ||
+        fail "the guard trigger made under $from refused a new text"
+
     # Same objects as a fresh install: every function (name, arguments, C
     # symbol, LEAKPROOF, pinned settings, SQL body), operator, cast, operator
     # class and type of the extension.
@@ -114,3 +126,4 @@ upgrade_from 0.1.0 simhash_v1
 upgrade_from 0.2.0 simhash_v2
 upgrade_from 0.3.0 simhash
 upgrade_from 0.4.0 simhash
+upgrade_from 0.5.0 simhash

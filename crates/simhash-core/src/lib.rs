@@ -25,6 +25,7 @@ pub mod cluster;
 pub mod distance;
 pub mod fingerprint;
 pub mod fold;
+pub mod guard;
 pub mod hex;
 pub mod idf;
 mod part;

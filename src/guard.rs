@@ -1,0 +1,810 @@
+//! `simhash_near_unique()`: the near-unique guard, a `BEFORE INSERT OR
+//! UPDATE ... FOR EACH ROW` trigger that refuses (or skips) a row within
+//! distance `k` of a row already in the table.
+//!
+//! It behaves like a unique constraint, not like a query the inserting
+//! role runs:
+//!
+//! - It reads the table directly, with PostgreSQL's dirty snapshot (what a
+//!   unique index check sees): every committed row whatever the role may
+//!   read (row-level security and privileges do not apply), rows of
+//!   transactions still in progress, rows committed after the transaction's
+//!   snapshot (so it works under REPEATABLE READ and SERIALIZABLE too).
+//!   When a candidate within `k` belongs to a transaction still in
+//!   progress, it waits for that transaction to end and looks again, as a
+//!   unique index does.
+//! - It probes the four band indexes of the column directly (no SQL, no
+//!   plan), on every leaf partition of the partitioned table the trigger
+//!   was made on: one guard over all partitions. A partition without the
+//!   four band indexes is scanned instead: slow, never wrong.
+//! - Between its check and the row's insertion, a concurrent near-duplicate
+//!   could check and miss the row not yet in. Short locks close that gap
+//!   ([`simhash_core::guard::lock_keys`]): two rows within `k` always want
+//!   one lock key in common, the lock is taken before the check and given
+//!   back once the row is in (at the next row of the statement or at its
+//!   end), and it is never held while waiting for another transaction. So
+//!   the guard's own locking cannot close a cycle of waits: a deadlock
+//!   needs real near-duplicates in two transactions, as with a unique
+//!   index. The locks are advisory locks of their own kind
+//!   (`pg_locks.objsubid = 21320`), apart from the application's.
+//! - The error is PostgreSQL's unique violation: SQLSTATE 23505 with the
+//!   table, schema and constraint (the trigger's name) fields. Its DETAIL
+//!   names the existing row only when the inserting role could read it, as
+//!   PostgreSQL decides for unique keys (no row-level security on the
+//!   table, and SELECT on it or on both columns named).
+//! - A generated fingerprint column is computed by evaluating its
+//!   expression on the new row; `simhash()` then keeps that one result for
+//!   the column's own computation right after (`functions::remember_next`),
+//!   so the text is fingerprinted once.
+//!
+//! On a Citus shard the guard would see that shard only, so it refuses to
+//! run there.
+
+use std::ffi::{c_char, c_int, CStr, CString};
+
+use pgrx::pg_sys::{self, Datum, Oid, Relation};
+use pgrx::prelude::*;
+
+use crate::errors;
+use crate::functions;
+use crate::nodes::{int4_value, lookup_function};
+
+/// `pg_locks.objsubid` of the guard's locks (advisory locks that
+/// `pg_advisory_lock` can never take: it uses 1 and 2).
+pub const LOCK_FIELD4: u16 = 21320;
+
+const TRIGGER_EVENT_OPMASK: u32 = 0x3;
+const TRIGGER_EVENT_INSERT: u32 = 0x0;
+const TRIGGER_EVENT_UPDATE: u32 = 0x2;
+const TRIGGER_EVENT_TIMINGMASK: u32 = 0x18;
+const RLS_ENABLED: c_int = 2;
+/// elog.h: ERROR.
+const ERROR_LEVEL: c_int = pgrx::PgLogLevel::ERROR as c_int;
+// Equality's strategy number in b-tree and in hash indexes.
+const BTREE_EQUAL: u16 = 3;
+const HASH_EQUAL: u16 = 1;
+const F_INT4EQ: Oid = Oid::from_u32(65);
+
+extern "C-unwind" {
+    fn get_partition_ancestors(relid: Oid) -> *mut pg_sys::List;
+    // Raising the unique violation: called directly, not through pgrx's
+    // guarded bindings, so that the error keeps its table, schema and
+    // constraint fields (see `raise_conflict`).
+    #[link_name = "errstart"]
+    fn errstart_unguarded(elevel: c_int, domain: *const c_char) -> bool;
+    #[link_name = "errcode"]
+    fn errcode_unguarded(sqlerrcode: c_int) -> c_int;
+    #[link_name = "errtableconstraint"]
+    fn errtableconstraint_unguarded(rel: Relation, conname: *const c_char) -> c_int;
+    #[link_name = "errfinish"]
+    fn errfinish_unguarded(filename: *const c_char, lineno: c_int, funcname: *const c_char);
+}
+extern "C" {
+    #[link_name = "errmsg_internal"]
+    fn errmsg_unguarded(fmt: *const c_char, ...) -> c_int;
+    #[link_name = "errdetail_internal"]
+    fn errdetail_unguarded(fmt: *const c_char, ...) -> c_int;
+}
+
+/// What the trigger's arguments say.
+struct Args {
+    column: CString,
+    k: u32,
+    skip: bool,
+    key: CString,
+    key_given: bool,
+}
+
+/// One leaf table the guard checks.
+struct Target {
+    relid: Oid,
+    fp_attno: i16,
+    /// The key column's number and type, if the table has it.
+    key: Option<(i16, Oid)>,
+    /// The band indexes 0..3 of the column with their equality strategy
+    /// numbers, when all four exist.
+    bands: Option<[(Oid, u16); 4]>,
+}
+
+/// What a statement's calls of one trigger share: worked out on its first
+/// row, dropped (and its locks given back) with the statement's memory.
+struct Guard {
+    args: Args,
+    scope: Oid,
+    targets: Vec<Target>,
+    fp_attno: i16,
+    /// The generated column's expression, when the column is generated.
+    generated: *mut pg_sys::ExprState,
+    econtext: *mut pg_sys::ExprContext,
+    salt: u64,
+    held: Vec<pg_sys::LOCKTAG>,
+}
+
+/// The outcome of the guarded part, handed to the unguarded entry point.
+#[repr(C)]
+struct Verdict {
+    row: Datum,
+    conflict: bool,
+    rel: Relation,
+    constraint: *const c_char,
+    message: *mut c_char,
+    detail: *mut c_char,
+}
+
+#[no_mangle]
+#[doc(hidden)]
+pub extern "C" fn pg_finfo_simhash_near_unique_wrapper() -> &'static pg_sys::Pg_finfo_record {
+    static INFO: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+    &INFO
+}
+
+/// The trigger function. Deliberately not `#[pg_guard]`: all the work is
+/// in the guarded `check`; a conflict is raised from here, where nothing
+/// with a destructor is alive, straight through PostgreSQL's error
+/// machinery (pgrx's guard would drop the table and constraint fields).
+///
+/// # Safety
+/// Called by PostgreSQL's function manager.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn simhash_near_unique_wrapper(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> Datum {
+    let verdict = check(fcinfo);
+    if verdict.conflict {
+        raise_conflict(&verdict);
+    }
+    verdict.row
+}
+
+/// Raises the unique violation of `verdict`.
+unsafe fn raise_conflict(verdict: &Verdict) {
+    if errstart_unguarded(ERROR_LEVEL, std::ptr::null()) {
+        errcode_unguarded(PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION as c_int);
+        errmsg_unguarded(c"%s".as_ptr(), verdict.message);
+        if !verdict.detail.is_null() {
+            errdetail_unguarded(c"%s".as_ptr(), verdict.detail);
+        }
+        errtableconstraint_unguarded(verdict.rel, verdict.constraint);
+        errfinish_unguarded(
+            c"guard.rs".as_ptr(),
+            line!() as c_int,
+            c"simhash_near_unique".as_ptr(),
+        );
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
+    let context = (*fcinfo).context;
+    if context.is_null() || !pgrx::is_a(context, pg_sys::NodeTag::T_TriggerData) {
+        errors::guard_not_trigger();
+    }
+    let data = context.cast::<pg_sys::TriggerData>();
+    let event = (*data).tg_event;
+    let op = event & TRIGGER_EVENT_OPMASK;
+    if event & TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
+        || event & pg_sys::TRIGGER_EVENT_ROW == 0
+        || (op != TRIGGER_EVENT_INSERT && op != TRIGGER_EVENT_UPDATE)
+    {
+        errors::guard_wrong_event();
+    }
+    let updating = op == TRIGGER_EVENT_UPDATE;
+    let (row, slot) = if updating {
+        ((*data).tg_newtuple, (*data).tg_newslot)
+    } else {
+        ((*data).tg_trigtuple, (*data).tg_trigslot)
+    };
+    let keep = Verdict {
+        row: Datum::from(row),
+        conflict: false,
+        rel: (*data).tg_relation,
+        constraint: (*(*data).tg_trigger).tgname,
+        message: std::ptr::null_mut(),
+        detail: std::ptr::null_mut(),
+    };
+
+    let flinfo = (*fcinfo).flinfo;
+    let mut guard_ptr = (*flinfo).fn_extra.cast::<Guard>();
+    if guard_ptr.is_null() {
+        guard_ptr = Guard::start(data, (*flinfo).fn_oid, (*(*data).tg_trigslot).tts_mcxt);
+        (*flinfo).fn_extra = guard_ptr.cast();
+    }
+    let guard = &mut *guard_ptr;
+    // The previous row of this statement is in the table by now.
+    guard.release();
+
+    let Some(fp) = guard.fingerprint(slot) else {
+        return keep;
+    };
+    let own_tid = if updating {
+        let old = guard.stored(slot_of_old(data));
+        if old == Some(fp) {
+            return keep;
+        }
+        Some(((*(*data).tg_relation).rd_id, (*(*data).tg_trigtuple).t_self))
+    } else {
+        None
+    };
+
+    loop {
+        guard.lock(fp);
+        match guard.probe(fp, own_tid) {
+            Probe::Clear => return keep,
+            Probe::Wait(xid) => {
+                guard.release();
+                pg_sys::XactLockTableWait(
+                    xid,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    pg_sys::XLTW_Oper::XLTW_None,
+                );
+            }
+            Probe::Found(found) => {
+                guard.release();
+                if guard.args.skip {
+                    count_skipped();
+                    return Verdict {
+                        row: Datum::from(0usize),
+                        ..keep
+                    };
+                }
+                let message = format!(
+                    "duplicate key value violates near-unique constraint \"{}\"",
+                    CStr::from_ptr(keep.constraint).to_string_lossy()
+                );
+                let detail = guard.visible(found.key.is_some()).then(|| {
+                    let mut d = format!(
+                        "Key ({col})=({fp:016x}) is within distance {dist} of ({col})=({other:016x})",
+                        col = guard.args.column.to_string_lossy(),
+                        fp = fp,
+                        dist = simhash_core::hamming(fp, found.fp),
+                        other = found.fp,
+                    );
+                    if let Some(key) = &found.key {
+                        d.push_str(&format!(
+                            ", the row with {}={}",
+                            guard.args.key.to_string_lossy(),
+                            key
+                        ));
+                    }
+                    d.push('.');
+                    d
+                });
+                return Verdict {
+                    conflict: true,
+                    message: palloc_str(&message),
+                    detail: detail.as_deref().map_or(std::ptr::null_mut(), palloc_str),
+                    ..keep
+                };
+            }
+        }
+    }
+}
+
+/// The slot of the row before an UPDATE.
+unsafe fn slot_of_old(data: *mut pg_sys::TriggerData) -> *mut pg_sys::TupleTableSlot {
+    (*data).tg_trigslot
+}
+
+/// A copy of `s` in the current memory context.
+fn palloc_str(s: &str) -> *mut c_char {
+    let c = CString::new(s.replace('\0', "")).expect("no NUL left");
+    // SAFETY: copies a valid C string into palloc'd memory.
+    unsafe { pg_sys::pstrdup(c.as_ptr()) }
+}
+
+/// Adds one to the session's count of skipped rows (`simhash_skipped()`),
+/// a setting so that a rolled-back transaction takes its count back.
+unsafe fn count_skipped() {
+    let now = pg_sys::GetConfigOption(c"simhash.skipped".as_ptr(), true, false);
+    let n: i64 = if now.is_null() {
+        0
+    } else {
+        CStr::from_ptr(now)
+            .to_str()
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    };
+    let next = CString::new((n + 1).to_string()).expect("digits");
+    pg_sys::set_config_option(
+        c"simhash.skipped".as_ptr(),
+        next.as_ptr(),
+        pg_sys::GucContext::PGC_USERSET,
+        pg_sys::GucSource::PGC_S_SESSION,
+        pg_sys::GucAction::GUC_ACTION_SET,
+        true,
+        ERROR_LEVEL,
+        false,
+    );
+}
+
+/// A row within `k`.
+struct Found {
+    fp: u64,
+    key: Option<String>,
+}
+
+enum Probe {
+    Clear,
+    Wait(pg_sys::TransactionId),
+    Found(Found),
+}
+
+/// Gives a statement's locks back and frees its guard with its memory.
+#[pg_guard]
+unsafe extern "C-unwind" fn drop_guard(arg: *mut std::ffi::c_void) {
+    let guard = Box::from_raw(arg.cast::<Guard>());
+    // At a commit or an abort the transaction's locks are gone already.
+    if pg_sys::IsTransactionState() {
+        let mut guard = guard;
+        guard.release();
+    }
+}
+
+impl Guard {
+    /// Reads the arguments and finds the tables and indexes to check.
+    unsafe fn start(
+        data: *mut pg_sys::TriggerData,
+        function: Oid,
+        statement_memory: pg_sys::MemoryContext,
+    ) -> *mut Guard {
+        let trigger = (*data).tg_trigger;
+        let rel = (*data).tg_relation;
+        let relid = (*rel).rd_id;
+        let args = parse_args(trigger);
+        refuse_citus_shard(relid);
+
+        let fp_attno = attnum(relid, &args.column).unwrap_or_else(|| {
+            errors::guard_no_column(&args.column.to_string_lossy(), &relation_name(relid))
+        });
+        let fp_type = pg_sys::get_atttype(relid, fp_attno);
+        let schema = pg_sys::get_func_namespace(function);
+        let band_fn = lookup_function(schema, "simhash_band", &[fp_type, pg_sys::INT4OID])
+            .unwrap_or_else(|| {
+                errors::guard_not_simhash64(&args.column.to_string_lossy(), &relation_name(relid))
+            });
+        if args.key_given && attnum(relid, &args.key).is_none() {
+            errors::guard_no_column(&args.key.to_string_lossy(), &relation_name(relid));
+        }
+
+        let scope = scope_of(relid, trigger);
+        let mut targets = Vec::new();
+        collect_targets(scope, &args, band_fn, &mut targets);
+
+        let old = pg_sys::MemoryContextSwitchTo(statement_memory);
+        let (generated, econtext) = if pg_sys::get_attgenerated(relid, fp_attno) as u8 == b's' {
+            let expr = pg_sys::build_column_default(rel, i32::from(fp_attno));
+            let planned = pg_sys::expression_planner(expr.cast());
+            (
+                pg_sys::ExecInitExpr(planned, std::ptr::null_mut()),
+                pg_sys::CreateStandaloneExprContext(),
+            )
+        } else {
+            (std::ptr::null_mut(), std::ptr::null_mut())
+        };
+        let callback: *mut pg_sys::MemoryContextCallback =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::MemoryContextCallback>()).cast();
+        pg_sys::MemoryContextSwitchTo(old);
+
+        let salt = simhash_core::guard::name_salt(args.column.as_bytes());
+        let guard = Box::into_raw(Box::new(Guard {
+            args,
+            scope,
+            targets,
+            fp_attno,
+            generated,
+            econtext,
+            salt,
+            held: Vec::new(),
+        }));
+        (*callback).func = Some(drop_guard);
+        (*callback).arg = guard.cast();
+        pg_sys::MemoryContextRegisterResetCallback(statement_memory, callback);
+        guard
+    }
+
+    /// The new row's fingerprint: the column, or its generation expression
+    /// evaluated on the row.
+    unsafe fn fingerprint(&mut self, slot: *mut pg_sys::TupleTableSlot) -> Option<u64> {
+        if self.generated.is_null() {
+            return self.stored(slot);
+        }
+        pg_sys::MemoryContextReset((*self.econtext).ecxt_per_tuple_memory);
+        (*self.econtext).ecxt_scantuple = slot;
+        let mut isnull = false;
+        functions::remember_next();
+        let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
+        let value = pg_sys::ExecEvalExpr(self.generated, self.econtext, &mut isnull);
+        pg_sys::MemoryContextSwitchTo(old);
+        functions::forget_next();
+        (!isnull).then(|| value.value() as u64)
+    }
+
+    /// The fingerprint column's stored value in `slot`.
+    unsafe fn stored(&self, slot: *mut pg_sys::TupleTableSlot) -> Option<u64> {
+        let mut isnull = false;
+        let value = pg_sys::slot_getattr(slot, c_int::from(self.fp_attno), &mut isnull);
+        (!isnull).then(|| value.value() as u64)
+    }
+
+    /// Takes the locks of `fp`, in ascending order.
+    unsafe fn lock(&mut self, fp: u64) {
+        for key in simhash_core::guard::lock_keys(fp, self.args.k, self.salt) {
+            let tag = pg_sys::LOCKTAG {
+                locktag_field1: pg_sys::MyDatabaseId.to_u32(),
+                locktag_field2: self.scope.to_u32(),
+                locktag_field3: key,
+                locktag_field4: LOCK_FIELD4,
+                locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
+                locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
+            };
+            pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as c_int, false, false);
+            self.held.push(tag);
+        }
+    }
+
+    /// Gives back the locks taken for the last row.
+    unsafe fn release(&mut self) {
+        for tag in self.held.drain(..) {
+            pg_sys::LockRelease(&tag, pg_sys::ExclusiveLock as c_int, false);
+        }
+    }
+
+    /// Looks for a row within `k` of `fp` in every target, other than the
+    /// row being updated.
+    unsafe fn probe(&self, fp: u64, own: Option<(Oid, pg_sys::ItemPointerData)>) -> Probe {
+        let probes = simhash_core::guard::probe_bands(fp, self.args.k);
+        for target in &self.targets {
+            let heap = pg_sys::table_open(target.relid, pg_sys::AccessShareLock as c_int);
+            let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+            let mut snapshot: pg_sys::SnapshotData = std::mem::zeroed();
+            snapshot.snapshot_type = pg_sys::SnapshotType::SNAPSHOT_DIRTY;
+            let dirty: *mut pg_sys::SnapshotData = &mut snapshot;
+            // A fetched row within k: a conflict, a transaction to wait
+            // for (the dirty snapshot names it), or the row being updated.
+            let seen = |slot: *mut pg_sys::TupleTableSlot| -> Option<Probe> {
+                let mut isnull = false;
+                let value = pg_sys::slot_getattr(slot, c_int::from(target.fp_attno), &mut isnull);
+                if isnull {
+                    return None;
+                }
+                let other = value.value() as u64;
+                if simhash_core::hamming(fp, other) > self.args.k {
+                    return None;
+                }
+                if let Some((relid, tid)) = own {
+                    if relid == target.relid && same_tid(&tid, &(*slot).tts_tid) {
+                        return None;
+                    }
+                }
+                let xwait = if (*dirty).xmin != pg_sys::InvalidTransactionId {
+                    (*dirty).xmin
+                } else {
+                    (*dirty).xmax
+                };
+                if xwait != pg_sys::InvalidTransactionId {
+                    return Some(Probe::Wait(xwait));
+                }
+                Some(Probe::Found(Found {
+                    fp: other,
+                    key: target
+                        .key
+                        .map(|(attno, typid)| key_text(slot, attno, typid)),
+                }))
+            };
+            let mut outcome = None;
+            match target.bands {
+                Some(bands) => {
+                    'bands: for (n, values) in &probes {
+                        let (index_oid, equal) = bands[*n as usize];
+                        let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+                        let scan = crate::compat::index_beginscan(heap, index, dirty, 1);
+                        for &value in values {
+                            pgrx::check_for_interrupts!();
+                            let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
+                            pg_sys::ScanKeyInit(
+                                &mut key,
+                                1,
+                                equal,
+                                F_INT4EQ,
+                                Datum::from(i32::from(value)),
+                            );
+                            pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
+                            while pg_sys::index_getnext_slot(
+                                scan,
+                                pg_sys::ScanDirection::ForwardScanDirection,
+                                slot,
+                            ) {
+                                if let Some(found) = seen(slot) {
+                                    outcome = Some(found);
+                                    break;
+                                }
+                            }
+                            if outcome.is_some() {
+                                break;
+                            }
+                        }
+                        pg_sys::index_endscan(scan);
+                        pg_sys::index_close(index, pg_sys::NoLock as c_int);
+                        if outcome.is_some() {
+                            break 'bands;
+                        }
+                    }
+                }
+                None => {
+                    let scan = pg_sys::table_beginscan(heap, dirty, 0, std::ptr::null_mut());
+                    while pg_sys::table_scan_getnextslot(
+                        scan,
+                        pg_sys::ScanDirection::ForwardScanDirection,
+                        slot,
+                    ) {
+                        pgrx::check_for_interrupts!();
+                        if let Some(found) = seen(slot) {
+                            outcome = Some(found);
+                            break;
+                        }
+                    }
+                    pg_sys::table_endscan(scan);
+                }
+            }
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::table_close(heap, pg_sys::NoLock as c_int);
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+        }
+        Probe::Clear
+    }
+
+    /// Whether the inserting role could read the conflicting row's key, by
+    /// PostgreSQL's rule for unique-violation details.
+    unsafe fn visible(&self, with_key: bool) -> bool {
+        if pg_sys::check_enable_rls(self.scope, pg_sys::InvalidOid, true) == RLS_ENABLED {
+            return false;
+        }
+        let user = pg_sys::GetUserId();
+        if pg_sys::pg_class_aclcheck(self.scope, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK
+        {
+            return true;
+        }
+        let mut columns = vec![&self.args.column];
+        if with_key {
+            columns.push(&self.args.key);
+        }
+        columns
+            .into_iter()
+            .all(|name| match attnum(self.scope, name) {
+                Some(attno) => {
+                    pg_sys::pg_attribute_aclcheck(
+                        self.scope,
+                        attno,
+                        user,
+                        pg_sys::ACL_SELECT as pg_sys::AclMode,
+                    ) == pg_sys::AclResult::ACLCHECK_OK
+                }
+                None => false,
+            })
+    }
+}
+
+fn same_tid(a: &pg_sys::ItemPointerData, b: &pg_sys::ItemPointerData) -> bool {
+    a.ip_blkid.bi_hi == b.ip_blkid.bi_hi
+        && a.ip_blkid.bi_lo == b.ip_blkid.bi_lo
+        && a.ip_posid == b.ip_posid
+}
+
+/// The key column of the row in `slot` as text (`NULL` for a null).
+unsafe fn key_text(slot: *mut pg_sys::TupleTableSlot, attno: i16, typid: Oid) -> String {
+    let mut isnull = false;
+    let value = pg_sys::slot_getattr(slot, c_int::from(attno), &mut isnull);
+    if isnull {
+        return "NULL".into();
+    }
+    let mut output = pg_sys::InvalidOid;
+    let mut varlena = false;
+    pg_sys::getTypeOutputInfo(typid, &mut output, &mut varlena);
+    CStr::from_ptr(pg_sys::OidOutputFunctionCall(output, value))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The trigger's arguments: column, k [, error | skip [, key column]].
+unsafe fn parse_args(trigger: *mut pg_sys::Trigger) -> Args {
+    let n = (*trigger).tgnargs as usize;
+    if !(2..=4).contains(&n) {
+        errors::guard_argument_count();
+    }
+    let arg = |i: usize| CStr::from_ptr(*(*trigger).tgargs.add(i));
+    let k_text = arg(1).to_string_lossy();
+    let k = match k_text.trim().parse::<u32>() {
+        Ok(k) if k <= simhash_core::probe::MAX_PROBED_K && k_text.trim().len() <= 2 => k,
+        _ => errors::guard_bad_distance(&k_text),
+    };
+    let skip = match n {
+        2 => false,
+        _ => match arg(2).to_string_lossy().to_lowercase().as_str() {
+            "error" => false,
+            "skip" => true,
+            _ => errors::guard_bad_action(&arg(2).to_string_lossy()),
+        },
+    };
+    let (key, key_given) = if n == 4 {
+        (arg(3).to_owned(), true)
+    } else {
+        (c"id".to_owned(), false)
+    };
+    Args {
+        column: arg(0).to_owned(),
+        k,
+        skip,
+        key,
+        key_given,
+    }
+}
+
+/// The column's number, if `relid` has it.
+unsafe fn attnum(relid: Oid, name: &CStr) -> Option<i16> {
+    let n = pg_sys::get_attnum(relid, name.as_ptr());
+    (n > 0).then_some(n)
+}
+
+unsafe fn relation_name(relid: Oid) -> String {
+    let name = pg_sys::get_rel_name(relid);
+    if name.is_null() {
+        relid.to_u32().to_string()
+    } else {
+        CStr::from_ptr(name).to_string_lossy().into_owned()
+    }
+}
+
+/// The table the guard covers: the trigger's own table, or, for a trigger
+/// cloned onto a partition, the highest ancestor that has the trigger.
+unsafe fn scope_of(relid: Oid, trigger: *mut pg_sys::Trigger) -> Oid {
+    if !(*trigger).tgisclone {
+        return relid;
+    }
+    let ancestors = oid_list(pg_sys::ffi::pg_guard_ffi_boundary(|| {
+        get_partition_ancestors(relid)
+    }));
+    let mut scope = relid;
+    for ancestor in ancestors {
+        if !has_trigger(ancestor, trigger) {
+            break;
+        }
+        scope = ancestor;
+    }
+    scope
+}
+
+/// The OIDs of an OID list.
+unsafe fn oid_list(list: *mut pg_sys::List) -> Vec<Oid> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    (0..(*list).length)
+        .map(|i| pg_sys::list_nth_oid(list, i))
+        .collect()
+}
+
+/// Whether `relid` has a trigger of the same name calling the same function.
+unsafe fn has_trigger(relid: Oid, trigger: *mut pg_sys::Trigger) -> bool {
+    let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as c_int);
+    let desc = (*rel).trigdesc;
+    let mut found = false;
+    if !desc.is_null() {
+        for i in 0..(*desc).numtriggers as usize {
+            let t = (*desc).triggers.add(i);
+            if (*t).tgfoid == (*trigger).tgfoid
+                && CStr::from_ptr((*t).tgname) == CStr::from_ptr((*trigger).tgname)
+            {
+                found = true;
+            }
+        }
+    }
+    pg_sys::table_close(rel, pg_sys::NoLock as c_int);
+    found
+}
+
+/// Every leaf table under `relid` (itself when it is not partitioned).
+unsafe fn collect_targets(relid: Oid, args: &Args, band_fn: Oid, out: &mut Vec<Target>) {
+    let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as c_int);
+    let kind = (*(*rel).rd_rel).relkind;
+    if kind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE {
+        let parts = pg_sys::RelationGetPartitionDesc(rel, true);
+        let children: Vec<Oid> = (0..(*parts).nparts as usize)
+            .map(|i| *(*parts).oids.add(i))
+            .collect();
+        pg_sys::table_close(rel, pg_sys::NoLock as c_int);
+        for child in children {
+            collect_targets(child, args, band_fn, out);
+        }
+        return;
+    }
+    if kind as u8 == pg_sys::RELKIND_FOREIGN_TABLE {
+        errors::guard_foreign_partition(&relation_name(relid));
+    }
+    let fp_attno = attnum(relid, &args.column).unwrap_or_else(|| {
+        errors::guard_no_column(&args.column.to_string_lossy(), &relation_name(relid))
+    });
+    let mut bands = [(pg_sys::InvalidOid, 0); 4];
+    for index_oid in oid_list(pg_sys::RelationGetIndexList(rel)) {
+        if let Some((n, equal)) = band_of_index(index_oid, fp_attno, band_fn) {
+            bands[n] = (index_oid, equal);
+        }
+    }
+    pg_sys::table_close(rel, pg_sys::NoLock as c_int);
+    let key_attno = attnum(relid, &args.key);
+    out.push(Target {
+        relid,
+        fp_attno,
+        key: key_attno.map(|attno| (attno, pg_sys::get_atttype(relid, attno))),
+        bands: bands
+            .iter()
+            .all(|&(b, _)| b != pg_sys::InvalidOid)
+            .then_some(bands),
+    });
+}
+
+/// The band `n` an index answers and its equality strategy, when it is a
+/// valid, whole-table b-tree or hash index on exactly
+/// `simhash_band(column, n)`.
+unsafe fn band_of_index(index_oid: Oid, fp_attno: i16, band_fn: Oid) -> Option<(usize, u16)> {
+    let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+    let form = (*index).rd_index;
+    let am = (*(*index).rd_rel).relam;
+    let mut band = None;
+    if (*form).indnatts == 1
+        && (*form).indisvalid
+        && (am == pg_sys::BTREE_AM_OID || am == pg_sys::HASH_AM_OID)
+        && pg_sys::RelationGetIndexPredicate(index).is_null()
+    {
+        let exprs =
+            pgrx::PgList::<pg_sys::Node>::from_pg(pg_sys::RelationGetIndexExpressions(index));
+        if exprs.len() == 1 {
+            let expr = exprs.get_ptr(0).unwrap_or(std::ptr::null_mut());
+            if !expr.is_null() && pgrx::is_a(expr, pg_sys::NodeTag::T_FuncExpr) {
+                let call = expr.cast::<pg_sys::FuncExpr>();
+                let args = pgrx::PgList::<pg_sys::Node>::from_pg((*call).args);
+                if (*call).funcid == band_fn && args.len() == 2 {
+                    let column = args.get_ptr(0).unwrap_or(std::ptr::null_mut());
+                    let n = args.get_ptr(1).and_then(|n| int4_value(n));
+                    if !column.is_null()
+                        && pgrx::is_a(column, pg_sys::NodeTag::T_Var)
+                        && (*column.cast::<pg_sys::Var>()).varattno == fp_attno
+                    {
+                        let equal = if am == pg_sys::BTREE_AM_OID {
+                            BTREE_EQUAL
+                        } else {
+                            HASH_EQUAL
+                        };
+                        band = n
+                            .filter(|n| (0..4).contains(n))
+                            .map(|n| (n as usize, equal));
+                    }
+                }
+            }
+        }
+    }
+    pg_sys::index_close(index, pg_sys::NoLock as c_int);
+    band
+}
+
+/// Refuses to run on a Citus shard: the guard would see that shard only.
+unsafe fn refuse_citus_shard(relid: Oid) {
+    if pg_sys::get_extension_oid(c"citus".as_ptr(), true) == pg_sys::InvalidOid {
+        return;
+    }
+    let Some(is_shard) = lookup_function(
+        Oid::from_u32(pg_sys::PG_CATALOG_NAMESPACE),
+        "relation_is_a_known_shard",
+        &[pg_sys::REGCLASSOID],
+    ) else {
+        return;
+    };
+    let shard = pg_sys::OidFunctionCall1Coll(is_shard, pg_sys::InvalidOid, Datum::from(relid));
+    if shard.value() != 0 {
+        errors::guard_on_citus_shard(&relation_name(relid));
+    }
+}
