@@ -72,6 +72,7 @@ run_sql() {
 run_sql setup.sql
 run_sql queries.sql
 run_sql clusters.sql
+run_sql guard.sql
 log "Citus on PostgreSQL $PG_MAJOR: from a driver (psycopg)"
 "$VENV/bin/python" "$ROOT/tests/citus/binding.py"
 log "Citus tests of PostgreSQL $PG_MAJOR passed in $(( SECONDS - started )) s"
