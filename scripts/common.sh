@@ -81,6 +81,19 @@ fi
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# The Python with psycopg 3 that driver tests and benchmarks use: a
+# virtual environment in $ROOT/.cache/test-venv, made on first use.
+PSYCOPG="psycopg[binary]==3.2.10"
+psycopg_python() {
+    local venv=$ROOT/.cache/test-venv
+    if ! "$venv/bin/python" -c "import psycopg" 2>/dev/null; then
+        log "a Python environment with $PSYCOPG in $venv"
+        python3 -m venv "$venv" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
+        "$venv/bin/pip" install -q "$PSYCOPG" >&2
+    fi
+    echo "$venv/bin/python"
+}
+
 # Run a command as the server's user.
 as_server() {
     if [ "$(id -un)" = "$SERVER_USER" ]; then

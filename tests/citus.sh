@@ -20,7 +20,6 @@ set -euo pipefail
 require_pg
 
 SOURCES=${SIMHASH_CITUS_SOURCES:-$ROOT/../shared/vendor}
-PSYCOPG="psycopg[binary]==3.2.10"
 
 # The newest Citus tarball in $SOURCES that supports $PG_MAJOR.
 tarball_for() {
@@ -57,12 +56,7 @@ export PGHOST PGPORT PGUSER PGDATABASE
 # extension's SQL objects to the installed version.
 psql -X -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" -c "ALTER EXTENSION simhash UPDATE"
 
-VENV=$ROOT/.cache/test-venv
-if ! "$VENV/bin/python" -c "import psycopg" 2>/dev/null; then
-    log "a Python environment with $PSYCOPG in $VENV"
-    python3 -m venv "$VENV" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-    "$VENV/bin/pip" install -q "$PSYCOPG"
-fi
+PYTHON=$(psycopg_python)
 
 started=$SECONDS
 run_sql() {
@@ -74,5 +68,5 @@ run_sql queries.sql
 run_sql clusters.sql
 run_sql guard.sql
 log "Citus on PostgreSQL $PG_MAJOR: from a driver (psycopg)"
-"$VENV/bin/python" "$ROOT/tests/citus/binding.py"
+"$PYTHON" "$ROOT/tests/citus/binding.py"
 log "Citus tests of PostgreSQL $PG_MAJOR passed in $(( SECONDS - started )) s"
