@@ -117,7 +117,36 @@ struct Guard {
     generated: *mut pg_sys::ExprState,
     econtext: *mut pg_sys::ExprContext,
     salt: u64,
-    held: Vec<pg_sys::LOCKTAG>,
+    /// The statement's memory: the executor's per-query context.
+    statement: pg_sys::MemoryContext,
+}
+
+thread_local! {
+    /// The locks of rows checked but maybe not yet in the table, with the
+    /// statement that checked them. A statement's next row (whatever the
+    /// partition it goes to) finds its previous rows in the table and gives
+    /// their locks back; so does the statement's end. A statement run
+    /// inside another (by a trigger, say) leaves the outer one's alone: its
+    /// row may not be in yet.
+    static PENDING: std::cell::RefCell<Vec<(pg_sys::MemoryContext, pg_sys::LOCKTAG)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Gives back the locks `statement` took.
+unsafe fn release(statement: pg_sys::MemoryContext) {
+    let mine: Vec<pg_sys::LOCKTAG> = PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        let mine = pending
+            .iter()
+            .filter(|(s, _)| *s == statement)
+            .map(|(_, t)| *t)
+            .collect();
+        pending.retain(|(s, _)| *s != statement);
+        mine
+    });
+    for tag in mine {
+        pg_sys::LockRelease(&tag, pg_sys::ExclusiveLock as c_int, false);
+    }
 }
 
 /// The outcome of the guarded part, handed to the unguarded entry point.
@@ -206,12 +235,15 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
     let flinfo = (*fcinfo).flinfo;
     let mut guard_ptr = (*flinfo).fn_extra.cast::<Guard>();
     if guard_ptr.is_null() {
-        guard_ptr = Guard::start(data, (*flinfo).fn_oid, (*(*data).tg_trigslot).tts_mcxt);
+        // Triggers run in the executor's per-row memory, a child of its
+        // per-query memory.
+        let statement = (*pg_sys::CurrentMemoryContext).parent;
+        guard_ptr = Guard::start(data, (*flinfo).fn_oid, statement);
         (*flinfo).fn_extra = guard_ptr.cast();
     }
     let guard = &mut *guard_ptr;
-    // The previous row of this statement is in the table by now.
-    guard.release();
+    // The statement's previous row is in the table by now.
+    release(guard.statement);
 
     let Some(fp) = guard.fingerprint(slot) else {
         return keep;
@@ -231,7 +263,7 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
         match guard.probe(fp, own_tid) {
             Probe::Clear => return keep,
             Probe::Wait(xid) => {
-                guard.release();
+                release(guard.statement);
                 pg_sys::XactLockTableWait(
                     xid,
                     std::ptr::null_mut(),
@@ -240,7 +272,7 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
                 );
             }
             Probe::Found(found) => {
-                guard.release();
+                release(guard.statement);
                 if guard.args.skip {
                     count_skipped();
                     return Verdict {
@@ -335,10 +367,11 @@ enum Probe {
 #[pg_guard]
 unsafe extern "C-unwind" fn drop_guard(arg: *mut std::ffi::c_void) {
     let guard = Box::from_raw(arg.cast::<Guard>());
-    // At a commit or an abort the transaction's locks are gone already.
     if pg_sys::IsTransactionState() {
-        let mut guard = guard;
-        guard.release();
+        release(guard.statement);
+    } else {
+        // A commit or an abort: the transaction's locks are gone already.
+        PENDING.with(|pending| pending.borrow_mut().retain(|(s, _)| *s != guard.statement));
     }
 }
 
@@ -347,7 +380,7 @@ impl Guard {
     unsafe fn start(
         data: *mut pg_sys::TriggerData,
         function: Oid,
-        statement_memory: pg_sys::MemoryContext,
+        statement: pg_sys::MemoryContext,
     ) -> *mut Guard {
         let trigger = (*data).tg_trigger;
         let rel = (*data).tg_relation;
@@ -372,7 +405,7 @@ impl Guard {
         let mut targets = Vec::new();
         collect_targets(scope, &args, band_fn, &mut targets);
 
-        let old = pg_sys::MemoryContextSwitchTo(statement_memory);
+        let old = pg_sys::MemoryContextSwitchTo(statement);
         let (generated, econtext) = if pg_sys::get_attgenerated(relid, fp_attno) as u8 == b's' {
             let expr = pg_sys::build_column_default(rel, i32::from(fp_attno));
             let planned = pg_sys::expression_planner(expr.cast());
@@ -396,11 +429,11 @@ impl Guard {
             generated,
             econtext,
             salt,
-            held: Vec::new(),
+            statement,
         }));
         (*callback).func = Some(drop_guard);
         (*callback).arg = guard.cast();
-        pg_sys::MemoryContextRegisterResetCallback(statement_memory, callback);
+        pg_sys::MemoryContextRegisterResetCallback(statement, callback);
         guard
     }
 
@@ -440,14 +473,7 @@ impl Guard {
                 locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
             };
             pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as c_int, false, false);
-            self.held.push(tag);
-        }
-    }
-
-    /// Gives back the locks taken for the last row.
-    unsafe fn release(&mut self) {
-        for tag in self.held.drain(..) {
-            pg_sys::LockRelease(&tag, pg_sys::ExclusiveLock as c_int, false);
+            PENDING.with(|pending| pending.borrow_mut().push((self.statement, tag)));
         }
     }
 

@@ -149,6 +149,38 @@ echo "multi-row transactions: $multi_rows rows, $multi_errors errors"
 [ "$multi_errors" -eq 0 ] || { cat "$script".multi.*; die "multi-row transactions failed (deadlock?)"; }
 [ "$multi_rows" -eq $(( 2 * PAIRS * 3 )) ] || die "expected $(( 2 * PAIRS * 3 )) rows, found $multi_rows"
 
+# --- The same within one statement whose rows go to different partitions
+# of a guarded table: session a's rows go to partition 0 then 1, b's to 1
+# then 0, sharing band values pairwise, a pause between rows. Each row's
+# locks must be given back once it is in, whichever partition the next row
+# goes to (a guard per partition holding its last row's locks until its
+# own next row deadlocked here).
+q >/dev/null <<SQL
+CREATE TABLE split (region int, who text, fp simhash64) PARTITION BY LIST (region);
+CREATE TABLE split_0 PARTITION OF split FOR VALUES IN (0);
+CREATE TABLE split_1 PARTITION OF split FOR VALUES IN (1);
+SELECT count(*) FROM simhash_add_bands('split', 'fp');
+CREATE TRIGGER near_unique BEFORE INSERT ON split
+    FOR EACH ROW EXECUTE FUNCTION simhash_near_unique('fp', '3', 'error');
+SQL
+split_session() {
+    local who=$1 first=$2 second=$3 round=$4
+    psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "
+INSERT INTO split
+SELECT region, '$who', ((($round * 10 + region)::bigint << 48) | (hashint8extended($round * 10 + region, ascii('$who')) & x'0000ffffffffffff'::bigint))::simhash64
+FROM (VALUES (1, $first), (2, $second)) v(n, region), LATERAL (SELECT pg_sleep(CASE n WHEN 1 THEN 0 ELSE 0.2 END)) s" > "$script.split.$who.$round" 2>&1
+}
+for round in 1 2 3; do
+    split_session a 0 1 "$round" &
+    split_session b 1 0 "$round" &
+    wait
+done
+split_errors=$(cat "$script".split.* | grep -c "ERROR" || true)
+split_rows=$(q -c "SELECT count(*) FROM split")
+echo "one statement over two partitions: $split_rows rows, $split_errors errors"
+[ "$split_errors" -eq 0 ] || { cat "$script".split.*; die "statements over two partitions failed (deadlock?)"; }
+[ "$split_rows" -eq 12 ] || die "expected 12 rows in split, found $split_rows"
+
 # --- The application's own advisory locks: one session holds every
 # advisory lock the 0.5 guard would have used for this table (keys
 # hashtext(table/column) + band, value mod 1024); a guarded insert from
