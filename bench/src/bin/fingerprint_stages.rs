@@ -18,7 +18,8 @@
 //!   by its hash (a new map per text, as the core makes one per call);
 //! * `weigh`: plus, per distinct feature, its self-information from the
 //!   table of its kind and its weight against chance (the Poisson term,
-//!   with `exp_neg`'s 24-term series), to fixed point;
+//!   with `exp_neg`'s 24-term series, four features side by side), to
+//!   fixed point;
 //! * `accumulate`: plus the 64 counters and the sign bits: the whole of
 //!   definition 3 rebuilt from the core's public parts. Its count and XOR
 //!   of fingerprints must equal those of `fingerprint` (`replica_ok=1`),
@@ -31,6 +32,7 @@
 //! * `pieces_nofold`: `pieces` without the fold (`for_each_piece`);
 //! * `lookup_only`: the self-information lookups of the distinct features;
 //! * `chance_only`: `expected_capped(n * p, 6)` of the distinct features,
+//!   four at a time (`expected_capped_x4`, as the core computes them),
 //!   the exponential series with its Poisson sum;
 //! * `accumulate_only`: the 64 counters over the distinct features'
 //!   (hash, weight) pairs, and the sign bits.
@@ -62,7 +64,7 @@ use simhash_core::fingerprint::{
 use simhash_core::fold::Fold;
 use simhash_core::idf::to_fixed;
 use simhash_core::text::{for_each_piece, for_each_piece_mapped};
-use simhash_core::weights::{expected_capped, SelfInfo, Weighing};
+use simhash_core::weights::{expected_capped, expected_capped_x4, SelfInfo, Weighing};
 use simhash_core::{Fingerprinter, Version};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -198,12 +200,31 @@ impl Stages {
         let mut acc = Accumulator::new();
         let mut fallback = Accumulator::new();
         let mut positive = false;
-        for (&h, &(tf, kind)) in &counts {
-            let tf = u64::from(tf);
+        // As the core does: the chance terms four features at a time.
+        let distinct: Vec<(u64, u64, Kind)> = counts
+            .iter()
+            .map(|(&h, &(tf, kind))| (h, u64::from(tf), kind))
+            .collect();
+        let mut chances = vec![0.0f64; distinct.len()];
+        let mut looked = Vec::with_capacity(distinct.len());
+        for &(h, _, kind) in &distinct {
             let (table, weighing) = self.weighing(kind);
-            let (s, p, known) = table.get(h);
+            looked.push((table.get(h), weighing));
+        }
+        let mean = |i: usize| totals[distinct[i].2 as usize] as f64 * looked[i].0 .1;
+        let whole = distinct.len() / 4 * 4;
+        for start in (0..whole).step_by(4) {
+            let means = [0, 1, 2, 3].map(|j| mean(start + j));
+            let caps = [0, 1, 2, 3].map(|j| looked[start + j].1.cap);
+            chances[start..start + 4].copy_from_slice(&expected_capped_x4(means, caps));
+        }
+        for i in whole..distinct.len() {
+            chances[i] = expected_capped(mean(i), looked[i].1.cap);
+        }
+        for (i, &(h, tf, _)) in distinct.iter().enumerate() {
+            let ((s, _, known), weighing) = looked[i];
             let factor = if known { 1.0 } else { weighing.unknown };
-            let w = to_fixed(factor * weighing.weight(s, p, tf, totals[kind as usize]));
+            let w = to_fixed(factor * weighing.weight_against(s, tf, chances[i]));
             if depth == Depth::Weigh {
                 sink = sink.wrapping_add(w as u64);
                 continue;
@@ -388,10 +409,12 @@ fn run() -> Result<(), String> {
             }
         }
         "chance_only" => {
-            for &m in &means {
-                found.1 = found
-                    .1
-                    .wrapping_add(black_box(expected_capped(black_box(m), 6)).to_bits());
+            for quad in means.chunks(4) {
+                let mut m = [0.0; 4];
+                m[..quad.len()].copy_from_slice(quad);
+                for c in black_box(expected_capped_x4(black_box(m), [6; 4])) {
+                    found.1 = found.1.wrapping_add(c.to_bits());
+                }
             }
         }
         "accumulate_only" => {
