@@ -64,6 +64,8 @@ use crate::part::Part;
 use crate::text::{for_each_piece_mapped, is_han, Piece, MAX_PIECE_CHARS};
 use crate::weights::{Power, SelfInfo, Weighing};
 
+mod dense;
+
 /// Version 3's Han character table: `character self-information` lines.
 pub const HAN_WEIGHTS_TXT: &str = include_str!("../data/han_weights.txt");
 
@@ -195,6 +197,8 @@ pub struct Fingerprinter {
     oov_weight: i64,
     han: SelfInfo,
     grams: SelfInfo,
+    /// Version 3's common Han characters in a table by code point.
+    dense: dense::DenseHan,
 }
 
 impl std::fmt::Debug for Fingerprinter {
@@ -223,6 +227,19 @@ pub struct Feature {
     pub hash: u64,
 }
 
+/// A distinct version 3 feature: hash, kind, count, and (self-information,
+/// probability, listed) from its table.
+pub(crate) type Distinct = (u64, Kind, u64, (f64, f64, bool));
+
+/// A version 3 feature as [`Fingerprinter::walk_v3`] hands it on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum V3Feature<'a> {
+    /// A Han character.
+    Han(char),
+    /// A trigram of a run of other word characters.
+    Gram(&'a str),
+}
+
 /// What stopped a fingerprint before the end of the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interrupted;
@@ -236,12 +253,14 @@ impl Default for Fingerprinter {
 impl Fingerprinter {
     /// Loads jieba's default dictionary and the shipped IDF table.
     pub fn new() -> Self {
+        let han = SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN);
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
             fold: Fold::t2s(),
             oov_weight: to_fixed(V2_OOV_IDF),
-            han: SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN),
+            dense: dense::DenseHan::new(&han),
+            han,
             grams: SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN),
         }
     }
@@ -509,15 +528,30 @@ impl Fingerprinter {
     pub fn features_v3(
         &self,
         text: &str,
-        mut go_on: impl FnMut() -> bool,
+        go_on: impl FnMut() -> bool,
         mut emit: impl FnMut(Kind, &str),
+    ) -> Result<(), Interrupted> {
+        let mut buf = [0u8; 4];
+        self.walk_v3(text, go_on, |feature| match feature {
+            V3Feature::Han(c) => emit(Kind::Han, c.encode_utf8(&mut buf)),
+            V3Feature::Gram(g) => emit(Kind::Gram, g),
+        })
+    }
+
+    /// [`Self::features_v3`] with each Han character handed on as a
+    /// `char`, so that a caller can count it without hashing it.
+    pub(crate) fn walk_v3(
+        &self,
+        text: &str,
+        mut go_on: impl FnMut() -> bool,
+        mut emit: impl FnMut(V3Feature<'_>),
     ) -> Result<(), Interrupted> {
         let mut word: Vec<char> = Vec::with_capacity(MAX_PIECE_CHARS + 2);
         let mut gram = String::with_capacity(16);
         // `word` holds `^` and the run so far: with `$` it is at least
         // three characters long, so a run of one character is the one
         // trigram `^a$`.
-        let mut flush = |word: &mut Vec<char>, emit: &mut dyn FnMut(Kind, &str)| {
+        let mut flush = |word: &mut Vec<char>, emit: &mut dyn FnMut(V3Feature<'_>)| {
             if word.is_empty() {
                 return;
             }
@@ -527,11 +561,10 @@ impl Fingerprinter {
                 for &c in g {
                     gram.push(c);
                 }
-                emit(Kind::Gram, &gram);
+                emit(V3Feature::Gram(&gram));
             }
             word.clear();
         };
-        let mut buf = [0u8; 4];
         let finished = for_each_piece_mapped(
             text,
             |c| self.fold.char(c),
@@ -539,7 +572,7 @@ impl Fingerprinter {
                 for c in piece.text.chars() {
                     if is_han(c) {
                         flush(&mut word, &mut emit);
-                        emit(Kind::Han, c.encode_utf8(&mut buf));
+                        emit(V3Feature::Han(c));
                     } else {
                         if word.is_empty() {
                             word.push('^');
@@ -585,35 +618,74 @@ impl Fingerprinter {
         (s, factor, to_fixed(factor * w))
     }
 
-    /// [`Self::weigh_v3`] of four features at once: the same results, with
-    /// the four chance terms computed side by side.
+    /// (self-information, probability, listed) of a version 3 feature.
     #[inline]
-    fn weigh_v3_x4(
+    pub(crate) fn look_up_v3(&self, kind: Kind, hash: u64) -> (f64, f64, bool) {
+        match kind {
+            Kind::Han => self.han.get(hash),
+            Kind::Gram => self.grams.get(hash),
+        }
+    }
+
+    /// Weighs each distinct feature (hash, kind, count, what
+    /// [`Self::look_up_v3`] gave) and adds it to `acc`, and, until a
+    /// feature weighs above zero, its weight regardless of chance to
+    /// `fallback`; `positive` says whether one has. The chance terms are
+    /// computed four features at a time (`weights::expected_capped_x4`,
+    /// the same bits as one at a time); the sums do not depend on order.
+    pub(crate) fn add_weighed_v3(
         &self,
         opts: &V3Options,
-        batch: &[(u64, Kind, u64); 4],
+        distinct: &[Distinct],
         totals: [u64; 2],
-    ) -> [(f64, f64, i64); 4] {
-        if !opts.chance {
-            return batch.map(|(h, kind, tf)| self.weigh_v3(opts, kind, h, tf, totals));
-        }
-        let looked = batch.map(|(h, kind, _)| {
-            let (table, weighing) = match kind {
-                Kind::Han => (&self.han, opts.han),
-                Kind::Gram => (&self.grams, opts.gram),
-            };
-            let (s, p, known) = table.get(h);
-            (s, p, known, weighing)
-        });
-        let means = [0, 1, 2, 3].map(|i| totals[batch[i].1 as usize] as f64 * looked[i].1);
-        let caps = looked.map(|(_, _, _, weighing)| weighing.cap);
-        let chance = crate::weights::expected_capped_x4(means, caps);
-        [0, 1, 2, 3].map(|i| {
-            let (s, _, known, weighing) = looked[i];
+        acc: &mut Accumulator,
+        fallback: &mut Accumulator,
+        positive: &mut bool,
+    ) {
+        let weighing = |kind: Kind| match kind {
+            Kind::Han => opts.han,
+            Kind::Gram => opts.gram,
+        };
+        let mut add = |&(h, kind, tf, (s, _, known)): &Distinct, chance: f64| {
+            let weighing = weighing(kind);
             let factor = if known { 1.0 } else { weighing.unknown };
-            let w = weighing.weight_against(s, batch[i].2, chance[i]);
-            (s, factor, to_fixed(factor * w))
-        })
+            let w = if opts.chance {
+                to_fixed(factor * weighing.weight_against(s, tf, chance))
+            } else {
+                to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
+            };
+            acc.add(h, w);
+            if !*positive {
+                if w > 0 {
+                    *positive = true;
+                } else {
+                    fallback.add(h, Self::weigh_v3_regardless(opts, kind, s, factor, tf));
+                }
+            }
+        };
+        let mean = |&(_, kind, _, (_, p, _)): &Distinct| totals[kind as usize] as f64 * p;
+        let mut quads = distinct.chunks_exact(4);
+        for quad in &mut quads {
+            let chance = if opts.chance {
+                crate::weights::expected_capped_x4(
+                    [0, 1, 2, 3].map(|i| mean(&quad[i])),
+                    [0, 1, 2, 3].map(|i| weighing(quad[i].1).cap),
+                )
+            } else {
+                [0.0; 4]
+            };
+            for (feature, chance) in quad.iter().zip(chance) {
+                add(feature, chance);
+            }
+        }
+        for feature in quads.remainder() {
+            let chance = if opts.chance {
+                crate::weights::expected_capped(mean(feature), weighing(feature.1).cap)
+            } else {
+                0.0
+            };
+            add(feature, chance);
+        }
     }
 
     /// The fixed-point weight of a version 3 feature regardless of chance,
@@ -677,6 +749,22 @@ impl Fingerprinter {
         bound: usize,
     ) -> Result<Option<u64>, Interrupted> {
         let bound = bound.max(2);
+        if let Some(fp) = dense::fingerprint_v3(self, opts, text, &mut go_on, bound)? {
+            return Ok(fp);
+        }
+        self.fingerprint_v3_general(opts, text, go_on, bound)
+    }
+
+    /// [`Self::fingerprint_v3_bounded`] without the table of
+    /// [`dense`]: every feature counted in a hash map, the hash space
+    /// split into parts when there are too many.
+    fn fingerprint_v3_general(
+        &self,
+        opts: &V3Options,
+        text: &str,
+        mut go_on: impl FnMut() -> bool,
+        bound: usize,
+    ) -> Result<Option<u64>, Interrupted> {
         // Counts saturate, which changes nothing: a weighing counts at
         // most `Weighing::cap`, a `u32`, occurrences.
         let mut counts: HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>> =
@@ -706,34 +794,18 @@ impl Fingerprinter {
                     counts.shrink_to_fit();
                 }
             })?;
-            let mut add = |h: u64, kind: Kind, tf: u64, (s, factor, w): (f64, f64, i64)| {
-                acc.add(h, w);
-                if !positive {
-                    if w > 0 {
-                        positive = true;
-                    } else {
-                        fallback.add(h, Self::weigh_v3_regardless(opts, kind, s, factor, tf));
-                    }
-                }
-            };
-            // Four features at a time: their chance terms are computed side
-            // by side (`weights::expected_capped_x4`, the same bits).
-            let mut batch = [(0u64, Kind::Han, 0u64); 4];
-            let mut filled = 0;
-            for (&h, &(tf, kind)) in &counts {
-                batch[filled] = (h, kind, u64::from(tf));
-                filled += 1;
-                if filled == 4 {
-                    let weighed = self.weigh_v3_x4(opts, &batch, totals);
-                    for (&(h, kind, tf), w) in batch.iter().zip(weighed) {
-                        add(h, kind, tf, w);
-                    }
-                    filled = 0;
-                }
-            }
-            for &(h, kind, tf) in &batch[..filled] {
-                add(h, kind, tf, self.weigh_v3(opts, kind, h, tf, totals));
-            }
+            let distinct: Vec<Distinct> = counts
+                .iter()
+                .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), self.look_up_v3(kind, h)))
+                .collect();
+            self.add_weighed_v3(
+                opts,
+                &distinct,
+                totals,
+                &mut acc,
+                &mut fallback,
+                &mut positive,
+            );
             if part.is_last() {
                 break;
             }
