@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fingerprint throughput: SQL `simhash(text)` against jieba-rs segmentation
-# alone, on one core, over the same corpus.
+# alone and ClickHouse's SimHash functions, on one core, over the same
+# corpus.
 #
 # What is measured, in MB/s of the corpus's UTF-8 bytes (1 MB = 10^6 bytes):
 #   segmentation      the baseline: jieba-rs alone, `Jieba::new()` then
@@ -15,6 +16,12 @@
 #                     max_parallel_workers_per_gather = 0, timed inside the
 #                     server with clock_timestamp(), after one warm-up run
 # and the ratio sql / segmentation, whose target is >= 0.8.
+#   ngramSimHashUTF8, wordShingleSimHashUTF8
+#                     ClickHouse's SimHash functions (chDB 4.4.0 from PyPI,
+#                     in .cache/chdb-venv), `SELECT sum(f(text))` over the
+#                     same texts in an in-memory table, max_threads = 1
+#                     (bench/chdb_simhash.py); loading is not timed
+# and the ratio SQL simhash() / ngramSimHashUTF8 (issue target >= 1.0).
 #
 # The machine may be shared and noisy, so the rounds interleave (baseline,
 # SQL, baseline, SQL, ...) and each figure is the median of its rounds.
@@ -38,6 +45,19 @@ ROUNDS=${ROUNDS:-5}
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 [ -f "$CORPUS" ] || die "corpus not found: $CORPUS (give a JSON-lines file, gzip'd or not, as the first argument)"
 CORPUS=$(cd "$(dirname "$CORPUS")" && pwd)/$(basename "$CORPUS")
+# PostgreSQL text holds no NUL character (en_docs has a few, in spam): every
+# side reads the corpus without them, so all fingerprint the same bytes.
+CLEAN=$(mktemp --suffix .jsonl)
+trap 'rm -f "$CLEAN"' EXIT
+zcat -f -- "$CORPUS" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    d["text"] = (d.get("text") or "").replace("\x00", "")
+    sys.stdout.write(json.dumps(d, ensure_ascii=False) + "\n")
+' > "$CLEAN"
+NAME=$(basename "$CORPUS")
+CORPUS=$CLEAN
 cd "$ROOT"
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 3 ] || die "ROUNDS must be a number >= 3, not '$ROUNDS'"
 stage_flag=()
@@ -50,7 +70,7 @@ BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/segment-throughput
 
 bench_db
 
-log "loading $(basename "$CORPUS") into $BENCH_DB.throughput_docs"
+log "loading $NAME into $BENCH_DB.throughput_docs"
 # Each JSON line is one CSV field: valid JSON holds no raw control
 # characters, so \x01 and \x02 as quote and delimiter never occur in it.
 zcat -f -- "$CORPUS" | psql_db \
@@ -100,7 +120,12 @@ if [ "$sql_fps $sql_xor" != "$rust_fps $rust_xor" ]; then
     log "WARNING: the installed extension is not this checkout's build; run scripts/install.sh"
 fi
 
-seg=() fp=() fp2=() sql=() stage_lines=()
+CHDB_PYTHON=$(chdb_python)
+ch_first=$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1)
+[ "$(value docs <<<"$ch_first") $(value bytes <<<"$ch_first")" = "$docs $bytes" ] \
+    || die "chDB read $(value docs <<<"$ch_first") texts of $(value bytes <<<"$ch_first") bytes, the binary $docs of $bytes"
+
+seg=() fp=() fp2=() sql=() ngram=() word=() stage_lines=()
 for ((i = 1; i <= ROUNDS; i++)); do
     out=$(run_rust)
     seg+=("$(value segment_s <<<"$out")")
@@ -108,18 +133,23 @@ for ((i = 1; i <= ROUNDS; i++)); do
     fp2+=("$(value fingerprint_v2_s <<<"$out")")
     [ ${#stage_flag[@]} = 0 ] || stage_lines+=("$out")
     sql+=("$(psql_db -c "SELECT throughput_simhash_seconds()")")
-    log "round $i/$ROUNDS: segmentation ${seg[-1]} s, rust fingerprint ${fp[-1]} s, sql simhash() ${sql[-1]} s"
+    ch=$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1)
+    ngram+=("$(value ngram_s <<<"$ch")")
+    word+=("$(value word_s <<<"$ch")")
+    log "round $i/$ROUNDS: segmentation ${seg[-1]} s, rust fingerprint ${fp[-1]} s, sql simhash() ${sql[-1]} s, ngramSimHashUTF8 ${ngram[-1]} s, wordShingleSimHashUTF8 ${word[-1]} s"
 done
 
 seg_s=$(printf '%s\n' "${seg[@]}" | median)
 fp_s=$(printf '%s\n' "${fp[@]}" | median)
 fp2_s=$(printf '%s\n' "${fp2[@]}" | median)
 sql_s=$(printf '%s\n' "${sql[@]}" | median)
+ngram_s=$(printf '%s\n' "${ngram[@]}" | median)
+word_s=$(printf '%s\n' "${word[@]}" | median)
 
 echo
 echo "== fingerprint throughput: median of $ROUNDS interleaved rounds, one core =="
-awk -v name="$(basename "$CORPUS")" -v docs="$docs" -v bytes="$bytes" \
-    -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" 'BEGIN {
+awk -v name="$NAME" -v docs="$docs" -v bytes="$bytes" \
+    -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" -v ngram="$ngram_s" -v word="$word_s" 'BEGIN {
     mb = bytes / 1e6
     printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, mb
     printf "segmentation alone      %7.2f MB/s  (%.3f s; jieba-rs cut, HMM on: the baseline)\n", mb / seg, seg
@@ -129,6 +159,10 @@ awk -v name="$(basename "$CORPUS")" -v docs="$docs" -v bytes="$bytes" \
     printf "ratio sql/segmentation  %7.2f       (target >= 0.80)\n", seg / sql
     printf "ratio sql/rust          %7.2f       (what the SQL layer keeps of the Rust speed)\n", fp / sql
     printf "ratio v3/v2 (rust)      %7.2f       (definition 3 against 2, same run)\n", fp2 / fp
+    printf "ngramSimHashUTF8        %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1)\n", mb / ngram, ngram
+    printf "wordShingleSimHashUTF8  %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1)\n", mb / word, word
+    printf "ratio sql/ngram         %7.2f       (target >= 1.0)\n", ngram / sql
+    printf "ratio rust/ngram        %7.2f\n", ngram / fp
 }'
 if awk -v fp="$fp_s" -v sql="$sql_s" 'BEGIN { exit !(fp / sql < 0.5) }'; then
     echo "warning: SQL runs at under half the Rust speed: is the installed library a debug"

@@ -94,6 +94,19 @@ psycopg_python() {
     echo "$venv/bin/python"
 }
 
+# The Python with chDB (ClickHouse in process, PyPI) that the speed
+# benchmarks compare against: $ROOT/.cache/chdb-venv, made on first use.
+CHDB="chdb==4.4.0"
+chdb_python() {
+    local venv=$ROOT/.cache/chdb-venv
+    if ! "$venv/bin/python" -c "import chdb" 2>/dev/null; then
+        log "a Python environment with $CHDB in $venv"
+        python3 -m venv "$venv" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
+        "$venv/bin/pip" install -q "$CHDB" >&2
+    fi
+    echo "$venv/bin/python"
+}
+
 # Run a command as the server's user.
 as_server() {
     if [ "$(id -un)" = "$SERVER_USER" ]; then

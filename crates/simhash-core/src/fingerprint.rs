@@ -197,7 +197,8 @@ pub struct Fingerprinter {
     oov_weight: i64,
     han: SelfInfo,
     grams: SelfInfo,
-    /// Version 3's common Han characters in a table by code point.
+    /// Version 3's common features (Han characters, ASCII trigrams) in a
+    /// table by index.
     dense: dense::DenseHan,
 }
 
@@ -254,14 +255,15 @@ impl Fingerprinter {
     /// Loads jieba's default dictionary and the shipped IDF table.
     pub fn new() -> Self {
         let han = SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN);
+        let grams = SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN);
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
             fold: Fold::t2s(),
             oov_weight: to_fixed(V2_OOV_IDF),
-            dense: dense::DenseHan::new(&han),
+            dense: dense::DenseHan::new(&han, &grams),
             han,
-            grams: SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN),
+            grams,
         }
     }
 
@@ -1483,19 +1485,21 @@ mod tests {
 
     /// The fingerprint under `bound`, and how many times `go_on` was
     /// called (once a piece, in every walk over the text).
+    /// The fingerprint under `bound`, and how many times the walk asked
+    /// to go on. Version 3 takes the general path, whose parts these tests
+    /// are about (the table of `dense` is checked against it there).
     fn bounded(version: Version, text: &str, bound: usize) -> (Option<u64>, usize) {
         let mut calls = 0;
-        let fp = shared()
-            .fingerprint_bounded_as(
-                version,
-                text,
-                || {
-                    calls += 1;
-                    true
-                },
-                bound,
-            )
-            .unwrap();
+        let go_on = || {
+            calls += 1;
+            true
+        };
+        let fp = if version == Version::V3 {
+            shared().fingerprint_v3_general(&V3Options::DEFINITION, text, go_on, bound.max(2))
+        } else {
+            shared().fingerprint_bounded_as(version, text, go_on, bound)
+        }
+        .unwrap();
         (fp, calls)
     }
 

@@ -1,8 +1,12 @@
-//! Version 3's hot path for Han text: the characters of U+3400..U+9FFF
-//! (CJK Extension A and the Unified Ideographs, every common character)
-//! counted in a table indexed by code point, with each one's feature hash
-//! and table values worked out once for the process, instead of hashing
-//! every occurrence and counting it in a hash map.
+//! Version 3's hot path: the features most text is made of counted in a
+//! table by index, with each one's feature hash and table values worked
+//! out once for the process, instead of hashing every occurrence and
+//! counting it in a hash map:
+//!
+//! - the Han characters of U+3400..U+9FFF (CJK Extension A and the Unified
+//!   Ideographs, every common character), by code point;
+//! - the trigrams of ASCII letters and digits with the `^` and `$` that
+//!   mark a word's ends (38^3 of them), by their three symbols.
 //!
 //! The definition counts features by hash: a Han character and a trigram
 //! with the same 64-bit hash are one feature. The table counts characters
@@ -25,19 +29,45 @@ use crate::weights::SelfInfo;
 
 const FROM: u32 = 0x3400;
 const TO: u32 = 0xA000;
-const SIZE: usize = (TO - FROM) as usize;
+const HAN: usize = (TO - FROM) as usize;
+/// `0-9`, `a-z`, `^`, `$`.
+const SYMBOLS: usize = 38;
+const SIZE: usize = HAN + SYMBOLS * SYMBOLS * SYMBOLS;
 
-/// One character of the table: its feature hash and what the Han table
-/// gives it. `alone` is false for a character whose hash another one of
-/// the range shares (none does), which then takes the hash map.
+/// The symbol number of a byte of an ASCII trigram, or `SYMBOLS` for any
+/// other byte.
+const SYMBOL: [u8; 256] = {
+    let mut table = [SYMBOLS as u8; 256];
+    let mut b = 0;
+    while b < 10 {
+        table[b'0' as usize + b] = b as u8;
+        b += 1;
+    }
+    let mut b = 0;
+    while b < 26 {
+        table[b'a' as usize + b] = 10 + b as u8;
+        b += 1;
+    }
+    table[b'^' as usize] = 36;
+    table[b'$' as usize] = 37;
+    table
+};
+
+/// The symbols in order, the inverse of [`SYMBOL`].
+const SYMBOL_BYTES: &[u8; SYMBOLS] = b"0123456789abcdefghijklmnopqrstuvwxyz^$";
+
+/// One feature of the table: its hash, kind and what its kind's table
+/// gives it. `alone` is false for a feature whose hash another one of the
+/// table shares (none does), which then takes the hash map.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     hash: u64,
+    kind: Kind,
     info: (f64, f64, bool),
     alone: bool,
 }
 
-/// The table of the range, and each hash's place in it.
+/// The table, and each hash's place in it.
 #[derive(Debug, Clone)]
 pub(crate) struct DenseHan {
     entries: Vec<Entry>,
@@ -45,19 +75,37 @@ pub(crate) struct DenseHan {
 }
 
 impl DenseHan {
-    pub(crate) fn new(han: &SelfInfo) -> Self {
+    pub(crate) fn new(han: &SelfInfo, grams: &SelfInfo) -> Self {
         let mut entries = Vec::with_capacity(SIZE);
-        let mut by_hash = HashMap::with_capacity_and_hasher(SIZE, BuildHasherDefault::default());
         let mut buf = [0u8; 4];
-        for (i, u) in (FROM..TO).enumerate() {
+        for u in FROM..TO {
             let c = char::from_u32(u).expect("no surrogate in U+3400..U+9FFF");
             let hash = xxh3_64(c.encode_utf8(&mut buf).as_bytes());
             entries.push(Entry {
                 hash,
+                kind: Kind::Han,
                 info: han.get(hash),
                 alone: true,
             });
-            if let Some(other) = by_hash.insert(hash, i as u32) {
+        }
+        for i in 0..SYMBOLS * SYMBOLS * SYMBOLS {
+            let gram = [
+                SYMBOL_BYTES[i / (SYMBOLS * SYMBOLS)],
+                SYMBOL_BYTES[i / SYMBOLS % SYMBOLS],
+                SYMBOL_BYTES[i % SYMBOLS],
+            ];
+            let hash = xxh3_64(&gram);
+            entries.push(Entry {
+                hash,
+                kind: Kind::Gram,
+                info: grams.get(hash),
+                alone: true,
+            });
+        }
+        let mut by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>> =
+            HashMap::with_capacity_and_hasher(SIZE, BuildHasherDefault::default());
+        for i in 0..entries.len() {
+            if let Some(other) = by_hash.insert(entries[i].hash, i as u32) {
                 entries[other as usize].alone = false;
                 entries[i].alone = false;
             }
@@ -65,14 +113,32 @@ impl DenseHan {
         DenseHan { entries, by_hash }
     }
 
-    /// The table index of `c`, when it counts in the table.
+    /// The table index of Han character `c`, when it counts in the table.
     #[inline]
-    fn index(&self, c: char) -> Option<usize> {
+    fn han(&self, c: char) -> Option<usize> {
         let u = c as u32;
         if !(FROM..TO).contains(&u) {
             return None;
         }
         let i = (u - FROM) as usize;
+        self.entries[i].alone.then_some(i)
+    }
+
+    /// The table index of trigram `g`, when it counts in the table.
+    #[inline]
+    fn gram(&self, g: &str) -> Option<usize> {
+        let &[a, b, c] = g.as_bytes() else {
+            return None;
+        };
+        let (a, b, c) = (
+            SYMBOL[a as usize] as usize,
+            SYMBOL[b as usize] as usize,
+            SYMBOL[c as usize] as usize,
+        );
+        if a == SYMBOLS || b == SYMBOLS || c == SYMBOLS {
+            return None;
+        }
+        let i = HAN + (a * SYMBOLS + b) * SYMBOLS + c;
         self.entries[i].alone.then_some(i)
     }
 }
@@ -120,23 +186,22 @@ pub(super) fn fingerprint_v3(
         let mut too_many = false;
         let mut buf = [0u8; 4];
         fp.walk_v3(text, &mut *go_on, |feature| {
-            let (kind, hash) = match feature {
-                V3Feature::Han(c) => {
-                    totals[Kind::Han as usize] += 1;
-                    if let Some(i) = fp.dense.index(c) {
-                        let tf = &mut counts.tf[i];
-                        if *tf == 0 {
-                            counts.touched.push(i as u32);
-                        }
-                        *tf = tf.saturating_add(1);
-                        return;
-                    }
-                    (Kind::Han, xxh3_64(c.encode_utf8(&mut buf).as_bytes()))
+            let (kind, counted) = match feature {
+                V3Feature::Han(c) => (Kind::Han, fp.dense.han(c)),
+                V3Feature::Gram(g) => (Kind::Gram, fp.dense.gram(g)),
+            };
+            totals[kind as usize] += 1;
+            if let Some(i) = counted {
+                let tf = &mut counts.tf[i];
+                if *tf == 0 {
+                    counts.touched.push(i as u32);
                 }
-                V3Feature::Gram(g) => {
-                    totals[Kind::Gram as usize] += 1;
-                    (Kind::Gram, xxh3_64(g.as_bytes()))
-                }
+                *tf = tf.saturating_add(1);
+                return;
+            }
+            let hash = match feature {
+                V3Feature::Han(c) => xxh3_64(c.encode_utf8(&mut buf).as_bytes()),
+                V3Feature::Gram(g) => xxh3_64(g.as_bytes()),
             };
             if too_many {
                 return;
@@ -150,7 +215,7 @@ pub(super) fn fingerprint_v3(
         if too_many {
             return Ok(None);
         }
-        // A feature of the map with the hash of a character the table
+        // A feature of the map with the hash of a feature the table
         // counted: the definition would count them as one.
         if !counts.touched.is_empty()
             && others.keys().any(|h| {
@@ -166,7 +231,7 @@ pub(super) fn fingerprint_v3(
         let mut distinct: Vec<Distinct> = Vec::with_capacity(counts.touched.len() + others.len());
         for &i in &counts.touched {
             let e = &fp.dense.entries[i as usize];
-            distinct.push((e.hash, Kind::Han, u64::from(counts.tf[i as usize]), e.info));
+            distinct.push((e.hash, e.kind, u64::from(counts.tf[i as usize]), e.info));
         }
         for (&h, &(tf, kind)) in &others {
             distinct.push((h, kind, u64::from(tf), fp.look_up_v3(kind, h)));
@@ -245,7 +310,8 @@ mod tests {
     #[test]
     fn too_many_features_take_the_general_path() {
         let fp = super::super::tests::shared();
-        let text = "天地玄黄宇宙洪荒 abc def ghi";
+        // Trigrams of non-ASCII letters are counted in the map.
+        let text = "天地玄黄 éèê àâä ñõö";
         let mut go_on = || true;
         assert_eq!(
             fingerprint_v3(fp, &V3Options::DEFINITION, text, &mut go_on, 3).unwrap(),
@@ -269,10 +335,33 @@ mod tests {
     }
 
     #[test]
-    fn every_character_of_the_range_has_its_own_hash() {
+    fn every_feature_of_the_table_has_its_own_hash() {
         let fp = super::super::tests::shared();
         assert_eq!(fp.dense.entries.len(), SIZE);
         assert!(fp.dense.entries.iter().all(|e| e.alone));
         assert_eq!(fp.dense.by_hash.len(), SIZE);
+    }
+
+    #[test]
+    fn the_table_holds_what_the_walk_hands_on() {
+        let fp = super::super::tests::shared();
+        let mut buf = [0u8; 4];
+        for c in ['㐀', '一', '的', '鿿'] {
+            let i = fp.dense.han(c).unwrap();
+            assert_eq!(
+                fp.dense.entries[i].hash,
+                xxh3_64(c.encode_utf8(&mut buf).as_bytes())
+            );
+            assert_eq!(fp.dense.entries[i].kind, Kind::Han);
+        }
+        for g in ["^ab", "abc", "z9$", "^x$", "000"] {
+            let i = fp.dense.gram(g).unwrap();
+            assert_eq!(fp.dense.entries[i].hash, xxh3_64(g.as_bytes()));
+            assert_eq!(fp.dense.entries[i].kind, Kind::Gram);
+        }
+        for g in ["ab", "abcd", "^é$", "A^b", "a b"] {
+            assert_eq!(fp.dense.gram(g), None, "{g:?}");
+        }
+        assert_eq!(fp.dense.han('𠀀'), None);
     }
 }
