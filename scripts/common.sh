@@ -81,31 +81,22 @@ fi
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# The Python with psycopg 3 that driver tests and benchmarks use: a
-# virtual environment in $ROOT/.cache/test-venv, made on first use.
-PSYCOPG="psycopg[binary]==3.2.10"
-psycopg_python() {
-    local venv=$ROOT/.cache/test-venv
-    if ! "$venv/bin/python" -c "import psycopg" 2>/dev/null; then
-        log "a Python environment with $PSYCOPG in $venv"
+# A Python virtual environment in $ROOT/.cache/NAME with PACKAGE (pinned)
+# from PyPI, made on first use: prints its python.
+#   venv_python NAME PACKAGE MODULE
+venv_python() {
+    local venv=$ROOT/.cache/$1
+    if ! "$venv/bin/python" -c "import $3" 2>/dev/null; then
+        log "a Python environment with $2 in $venv"
         python3 -m venv "$venv" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-        "$venv/bin/pip" install -q "$PSYCOPG" >&2
+        "$venv/bin/pip" install -q "$2" >&2
     fi
     echo "$venv/bin/python"
 }
-
-# The Python with chDB (ClickHouse in process, PyPI) that the speed
-# benchmarks compare against: $ROOT/.cache/chdb-venv, made on first use.
-CHDB="chdb==4.4.0"
-chdb_python() {
-    local venv=$ROOT/.cache/chdb-venv
-    if ! "$venv/bin/python" -c "import chdb" 2>/dev/null; then
-        log "a Python environment with $CHDB in $venv"
-        python3 -m venv "$venv" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-        "$venv/bin/pip" install -q "$CHDB" >&2
-    fi
-    echo "$venv/bin/python"
-}
+# psycopg 3, for the driver tests and the concurrent benchmarks.
+psycopg_python() { venv_python test-venv "psycopg[binary]==3.2.10" psycopg; }
+# chDB (ClickHouse in process), which the speed benchmarks compare against.
+chdb_python() { venv_python chdb-venv "chdb==4.4.0" chdb; }
 
 # Run a command as the server's user.
 as_server() {

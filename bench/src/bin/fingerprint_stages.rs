@@ -47,7 +47,7 @@
 //! ```
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::hint::black_box;
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
@@ -62,7 +62,7 @@ use simhash_core::fingerprint::{
     Kind, V3Options, GRAM_WEIGHTS_TXT, HAN_WEIGHTS_TXT, V3_GRAM_UNKNOWN, V3_HAN_UNKNOWN,
 };
 use simhash_core::fold::Fold;
-use simhash_core::idf::to_fixed;
+use simhash_core::idf::{to_fixed, PassThrough};
 use simhash_core::text::{for_each_piece, for_each_piece_mapped};
 use simhash_core::weights::{expected_capped, expected_capped_x4, SelfInfo, Weighing};
 use simhash_core::{Fingerprinter, Version};
@@ -71,25 +71,6 @@ use xxhash_rust::xxh3::xxh3_64;
 #[derive(Deserialize)]
 struct Doc {
     text: String,
-}
-
-/// A key that is already an xxh3 hash, used as is (the core's hash maps
-/// do the same).
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 type Counts = HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>;

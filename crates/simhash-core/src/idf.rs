@@ -27,7 +27,7 @@ pub const WEIGHT_FRACTION_BITS: u32 = 16;
 
 /// A `u64` key that is already a good hash (xxh3) needs no more hashing.
 #[derive(Default)]
-pub(crate) struct PassThrough(u64);
+pub struct PassThrough(u64);
 
 impl Hasher for PassThrough {
     fn finish(&self) -> u64 {
