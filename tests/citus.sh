@@ -52,9 +52,12 @@ trap '"$ROOT/scripts/citus.sh" stop' EXIT
 eval "$("$ROOT/scripts/citus.sh" env)"
 export PGHOST PGPORT PGUSER PGDATABASE
 
-# The library was rebuilt since the cluster's database was made: bring the
-# extension's SQL objects to the installed version.
-psql -X -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" -c "ALTER EXTENSION simhash UPDATE"
+# The library was rebuilt since the cluster's database was made, maybe at
+# the same version with new objects: make the extension anew (Citus makes it
+# anew on the workers too). The tests' own objects, in the schema
+# citus_test, are made anew by setup.sql.
+psql -X -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" \
+    -c "DROP SCHEMA IF EXISTS citus_test CASCADE" -c "DROP EXTENSION simhash CASCADE" -c "CREATE EXTENSION simhash"
 
 PYTHON=$(psycopg_python)
 

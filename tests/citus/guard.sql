@@ -37,4 +37,19 @@ BEGIN
     END IF;
 END
 $$;
+-- The one-call set-up refuses a distributed or reference table at once.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['guarded', 'guarded_ref'] LOOP
+        BEGIN
+            PERFORM simhash_add_guard(t::regclass);
+            RAISE EXCEPTION 'simhash_add_guard accepted Citus table %', t;
+        EXCEPTION WHEN feature_not_supported THEN
+            NULL;
+        END;
+    END LOOP;
+END
+$$;
 DROP TABLE guarded, guarded_ref;

@@ -160,6 +160,29 @@ SELECT diag($$INSERT INTO nokey VALUES (2, '0000000000000001')$$);
 -- A trigger function cannot be called directly.
 SELECT diag($$SELECT simhash_near_unique()$$);
 
-DROP TABLE feed, posts, plain, wrong, nokey;
+-- One call: band indexes and the trigger; again to change k or the action.
+CREATE TABLE easy (id int, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT simhash_add_guard('easy');
+SELECT count(*) AS band_indexes FROM pg_index WHERE indrelid = 'easy'::regclass;
+INSERT INTO easy (id, body) VALUES (1, '国务院总理李鹏今天在人民大会堂会见了来访的日本客人。');
+SELECT diag($$INSERT INTO easy (id, body) VALUES (2, '国务院总理李鹏今天在人民大会堂会见了来访的日本客人！')$$);
+SELECT simhash_add_guard('easy', 'fp', 5, 'SKIP');
+SELECT simhash_skipped(true) >= 0 AS counter_reset;
+INSERT INTO easy (id, body) VALUES (3, '国务院总理李鹏今天在人民大会堂会见了来访的日本客人！');
+SELECT tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t WHERE tgrelid = 'easy'::regclass ORDER BY 1;
+SELECT simhash_add_guard('easy', k => 3);
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'easy'::regclass ORDER BY 1;
+SELECT count(*) AS band_indexes FROM pg_index WHERE indrelid = 'easy'::regclass;
+SELECT diag($$SELECT simhash_add_guard('easy', k => 12)$$);
+SELECT diag($$SELECT simhash_add_guard('easy', on_conflict => 'ignore')$$);
+SELECT diag($$SELECT simhash_add_guard('easy', 'nope')$$);
+SELECT diag($$SELECT simhash_add_guard('easy', key_col => 'nope')$$);
+SELECT diag($$SELECT simhash_add_guard('wrong')$$);
+SET ROLE simhash_inserter;
+SELECT diag($$SELECT simhash_add_guard('easy')$$);
+RESET ROLE;
+SELECT id FROM easy ORDER BY id;
+
+DROP TABLE feed, posts, plain, wrong, nokey, easy;
 DROP FUNCTION diag(text);
 DROP ROLE simhash_writer, simhash_inserter;
