@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The band index against its baselines, in one run:
-#   index   `SELECT id FROM docs WHERE fp <~> q <= k` on a table with the four
-#           band indexes (simhash_add_bands), k = 3, 7, 11
+#   index   `SELECT id FROM docs WHERE fp <~> q <= k` on a table with the
+#           band indexes of each layout in turn (simhash_add_bands with
+#           '4x16', then '2x32'; LAYOUTS="4x16 2x32" picks), k = 3, 7, 11,
+#           with the heap rows each query rechecks (EXPLAIN ANALYZE's
+#           heap blocks and rows removed by the recheck, per query)
 #   scan    the same query with index and bitmap scans disabled
 #   diy     what a user could write without the extension: bigint
 #           fingerprints, expression indexes on the four shifted 16-bit
@@ -18,11 +21,13 @@
 # sending the query text); p50 and p99 in ms.
 #
 # Run: bench/band_index.sh [ROWS ...]     default 1000000; e.g. 1000000 10000000
+#      LAYOUTS="2x32" bench/band_index.sh 100000000
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || set -- 1000000
 bench_db
 corpus="$ROOT/../shared/data/zh_short.jsonl.gz"
+layouts=${LAYOUTS:-4x16 2x32}
 
 psql_db >/dev/null <<'SQL'
 CREATE OR REPLACE FUNCTION bench_latency(query text, qs simhash64[], k int, reps int DEFAULT 1)
@@ -47,9 +52,29 @@ BEGIN
                         percentile_cont(0.99) WITHIN GROUP (ORDER BY x), total
                  FROM unnest(ms) x;
 END $$;
+-- The heap rows a query fetched and checked, per query (mean): the rows
+-- the bitmap heap scan returned plus those its filter removed.
+CREATE OR REPLACE FUNCTION bench_rechecks(query text, qs simhash64[], k int)
+RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE
+    q simhash64;
+    plan json;
+    total double precision := 0;
+BEGIN
+    FOREACH q IN ARRAY qs LOOP
+        EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || query INTO plan USING q, k;
+        SELECT total + coalesce(sum((n->>'Actual Rows')::float8 + coalesce((n->>'Rows Removed by Filter')::float8, 0)
+                                    + coalesce((n->>'Rows Removed by Index Recheck')::float8, 0)), 0)
+        INTO total
+        FROM json_path_query(plan::jsonb, 'strict $.**') n
+        WHERE jsonb_typeof(n) = 'object' AND n->>'Node Type' IN ('Bitmap Heap Scan', 'Seq Scan');
+    END LOOP;
+    RETURN total / cardinality(qs);
+END $$;
 SQL
 
 for rows in "$@"; do
+    rm -f "$ROOT/target/band_index.results" "$ROOT/target/band_index.builds" "$ROOT/target/band_index.scan"
     log "loading $rows rows"
     psql_db -c "DROP TABLE IF EXISTS docs, diy, queries, ins_src, ins_idx, ins_plain, real_fps"
     psql_db -c "CREATE TABLE real_fps (fp simhash64)"
@@ -73,9 +98,6 @@ FROM queries, generate_series(1, 5) c WHERE qid <= 100;
 ALTER TABLE docs ADD PRIMARY KEY (id);
 CREATE UNLOGGED TABLE diy AS SELECT id, fp::bigint AS fp FROM docs;
 SQL
-    t0=$(date +%s.%N)
-    psql_db -c "SELECT count(*) FROM simhash_add_bands('docs', 'fp')" >/dev/null
-    t1=$(date +%s.%N)
     psql_db >/dev/null <<'SQL'
 CREATE INDEX diy_b0 ON diy (((fp >> 48) & 65535));
 CREATE INDEX diy_b1 ON diy (((fp >> 32) & 65535));
@@ -83,26 +105,37 @@ CREATE INDEX diy_b2 ON diy (((fp >> 16) & 65535));
 CREATE INDEX diy_b3 ON diy ((fp & 65535));
 VACUUM ANALYZE docs; VACUUM ANALYZE diy;
 SQL
-    t2=$(date +%s.%N)
-    build=$(python3 -c "print(round(($t1 - $t0) / ($rows / 1e6), 2))")
-    diy_build=$(python3 -c "print(round(($t2 - $t1) / ($rows / 1e6), 2))")
-    sizes=$(psql_db -c "SELECT round(sum(pg_relation_size(indexrelid)) / 1e6 / ($rows / 1e6), 1) || ' ' ||
-                               round(pg_relation_size('docs') / 1e6 / ($rows / 1e6), 1)
-                        FROM pg_index WHERE indrelid = 'docs'::regclass AND indexprs IS NOT NULL")
-    psql_db -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE fp <~> (SELECT q FROM queries LIMIT 1) <= 3" | head -4
-
     qs="(SELECT array_agg(q ORDER BY qid) FROM queries)"
     few="(SELECT array_agg(q ORDER BY qid) FROM queries WHERE qid % 40 = 1)"
     index_sql='SELECT id FROM docs WHERE fp <~> $1 <= $2'
     diy_sql='SELECT id FROM diy WHERE (((fp >> 48) & 65535) = ((($1::bigint) >> 48) & 65535) OR ((fp >> 32) & 65535) = ((($1::bigint) >> 32) & 65535) OR ((fp >> 16) & 65535) = ((($1::bigint) >> 16) & 65535) OR (fp & 65535) = (($1::bigint) & 65535)) AND bit_count((fp # $1::bigint)::bit(64)) <= $2'
+    log "scan baseline"
     for k in 3 7 11; do
-        idx=$(psql_db -c "SELECT round(p50::numeric, 3) || ' ' || round(p99::numeric, 3) || ' ' || found FROM bench_latency('$index_sql', $qs, $k)")
         scan=$(psql_db -c "SET enable_bitmapscan = off" -c "SET enable_indexscan = off" \
                -c "SELECT round(p50::numeric, 1) || ' ' || found FROM bench_latency('$index_sql', $few, $k)")
-        echo "$rows $k $idx $scan" >> "$ROOT/target/band_index.results"
-        log "rows $rows k $k: index p50/p99/found $idx | scan p50/found $scan"
+        echo "$k $scan" >> "$ROOT/target/band_index.scan"
     done
     diy=$(psql_db -c "SELECT round(p50::numeric, 3) || ' ' || round(p99::numeric, 3) || ' ' || found FROM bench_latency(\$q\$$diy_sql\$q\$, $qs, 3)")
+    for layout in $layouts; do
+        log "layout $layout: building"
+        t0=$(date +%s.%N)
+        psql_db -c "SELECT count(*) FROM simhash_add_bands('docs', 'fp', '$layout')" >/dev/null
+        t1=$(date +%s.%N)
+        psql_db -c "VACUUM ANALYZE docs" >/dev/null
+        build=$(python3 -c "print(round(($t1 - $t0) / ($rows / 1e6), 2))")
+        sizes=$(psql_db -c "SELECT round(sum(pg_relation_size(index)) / 1e6 / ($rows / 1e6), 1) || ' ' ||
+                                   round(pg_relation_size('docs') / 1e6 / ($rows / 1e6), 1)
+                            FROM simhash_band_indexes('docs', 'fp')")
+        psql_db -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE fp <~> (SELECT q FROM queries LIMIT 1) <= 3" | head -4
+        for k in 3 7 11; do
+            idx=$(psql_db -c "SELECT round(p50::numeric, 3) || ' ' || round(p99::numeric, 3) || ' ' || found FROM bench_latency('$index_sql', $qs, $k)")
+            rechecks=$(psql_db -c "SELECT round(bench_rechecks('$index_sql', $few, $k)::numeric)")
+            read -r sp50 sfound < <(grep "^$k " "$ROOT/target/band_index.scan" | cut -d' ' -f2-)
+            echo "$layout $k $idx $rechecks $sp50 $sfound" >> "$ROOT/target/band_index.results"
+            log "rows $rows layout $layout k $k: index p50/p99/found $idx, rechecks $rechecks | scan p50/found $sp50 $sfound"
+        done
+        echo "$layout $build $sizes" >> "$ROOT/target/band_index.builds"
+    done
 
     log "insert throughput, 100000 rows"
     psql_db >/dev/null -c "CREATE UNLOGGED TABLE ins_src AS SELECT g AS id, hashint8extended(g, 5)::simhash64 AS fp FROM generate_series(1, 100000) g" \
@@ -118,18 +151,17 @@ SQL
 
     echo
     echo "== band index, $rows rows (index and scan latencies in ms, per query) =="
-    printf '%-4s %10s %10s %10s %9s %8s\n' k index_p50 index_p99 scan_p50 speed-up found
-    while read -r n k ip50 ip99 ifound sp50 sfound; do
-        [ "$n" = "$rows" ] || continue
-        [ "$sfound" = "" ] && sfound=-
-        printf '%-4s %10s %10s %10s %8sx %8s\n' "$k" "$ip50" "$ip99" "$sp50" \
+    printf '%-6s %-4s %10s %10s %10s %9s %9s %8s\n' layout k index_p50 index_p99 rechecks scan_p50 speed-up found
+    while read -r layout k ip50 ip99 ifound rechecks sp50 sfound; do
+        printf '%-6s %-4s %10s %10s %10s %10s %8sx %8s\n' "$layout" "$k" "$ip50" "$ip99" "$rechecks" "$sp50" \
             "$(python3 -c "print(round($sp50 / max($ip50, 0.001)))")" "$ifound"
     done < "$ROOT/target/band_index.results"
     read -r dp50 dp99 dfound <<< "$diy"
     echo "diy (bigint + shifted-band indexes + bit_count), k=3: p50 $dp50 ms, p99 $dp99 ms, found $dfound"
-    read -r isize hsize <<< "$sizes"
-    echo "build: simhash_add_bands $build s per million rows (diy indexes: $diy_build s); four indexes $isize MB per million rows (heap $hsize MB)"
+    while read -r layout build isize hsize; do
+        echo "build $layout: simhash_add_bands $build s per million rows; indexes $isize MB per million rows (heap $hsize MB)"
+    done < "$ROOT/target/band_index.builds"
     echo "insert 100000 rows: $ins_with rows/s with the four band indexes, $ins_without rows/s without"
-    rm -f "$ROOT/target/band_index.results"
+    rm -f "$ROOT/target/band_index.results" "$ROOT/target/band_index.builds" "$ROOT/target/band_index.scan"
 done
 psql_db -c "DROP TABLE IF EXISTS docs, diy, queries, ins_src, ins_idx, ins_plain, real_fps" >/dev/null

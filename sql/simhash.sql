@@ -281,17 +281,86 @@ CREATE FUNCTION simhash_bound(numeric, boolean) RETURNS integer
     AS 'MODULE_PATHNAME', 'simhash_bound_numeric_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
 
--- The band indexes of a table's fingerprint column. Plain DDL, the same a
--- DBA can run by hand (or CONCURRENTLY, outside a transaction):
---   CREATE INDEX docs_fp_band0 ON docs (simhash_band(fp, 0));  -- ... to 3
--- A band that already has a valid B-tree index of that form (made by an
--- earlier call or by hand) keeps it; the others get a new index named
--- <table>_<column>_band<n>, shortened to 63 bytes a whole character at a
--- time (the longer name first, as PostgreSQL shortens the names it picks)
--- and numbered when the name is taken. Returns the four indexes in band
--- order; anything it cannot create is an error.
-CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp')
-    RETURNS SETOF regclass
+---------------------------------------------------------------------------
+-- Band layouts (the README's "Band layouts"): how the fingerprint is cut
+-- into index keys. '4x16': four 16-bit bands, simhash_band(fp, 0..3),
+-- probed for k up to 11. '2x32': two 32-bit halves, simhash_band32(fp,
+-- 0..1), probed for k up to 7 with 33 keys per half for k <= 3 and almost
+-- no rows to recheck: the layout for large tables. The planner and the
+-- guard read the layout from the index definitions, so indexes of these
+-- forms made by hand count too.
+---------------------------------------------------------------------------
+
+-- Half n (0 or 1) of a fingerprint: the 32 bits from the left as a bigint
+-- from 0 to 4294967295; NULL for any other n. LEAKPROOF, as simhash_band.
+CREATE FUNCTION simhash_band32(simhash64, integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'simhash_band32_n_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+
+-- Every value half n of a fingerprint within distance k of fp can take:
+-- empty for a negative k; NULL for a half that does not exist or a k above
+-- 7 (the halves are not probed for it).
+CREATE FUNCTION simhash_band32_neighbors(simhash64, integer, integer) RETURNS bigint[]
+    AS 'MODULE_PATHNAME', 'simhash_band32_neighbors_fn_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+
+-- The layout simhash_add_bands chooses for a table of about this many
+-- rows: '4x16' below 4,194,304 (2^22), '2x32' from there on.
+CREATE FUNCTION simhash_layout_for(rows double precision) RETURNS text
+    AS 'MODULE_PATHNAME', 'simhash_layout_for_fn_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Every index of the table whose one key is a band of the column: its
+-- layout and part, whether it is valid (a failed concurrent build leaves
+-- an invalid one), and whether the planner and the guard use it (valid,
+-- a B-tree or hash index, no predicate).
+CREATE FUNCTION simhash_band_indexes(tbl regclass, col name DEFAULT 'fp')
+    RETURNS TABLE (layout text, part integer, index regclass, valid boolean, usable boolean)
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT l.layout, p.part, i.indexrelid::regclass, i.indisvalid AND i.indisready,
+           i.indisvalid AND i.indisready AND i.indpred IS NULL
+           AND am.amname IN ('btree', 'hash')
+    FROM pg_index i
+    JOIN pg_class ic ON ic.oid = i.indexrelid
+    JOIN pg_am am ON am.oid = ic.relam
+    CROSS JOIN (VALUES ('4x16', 'simhash_band', 4), ('2x32', 'simhash_band32', 2)) l (layout, fn, parts)
+    CROSS JOIN LATERAL generate_series(0, l.parts - 1) p (part)
+    WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indkey[0] = 0
+      AND pg_get_expr(i.indexprs, i.indrelid)
+          = format('%s.%s(%s, %s)', '@extschema@', l.fn, quote_ident(col), p.part)
+    ORDER BY l.parts DESC, p.part, i.indexrelid
+$$;
+
+-- The layouts every part of which has a usable index, '4x16' first.
+CREATE FUNCTION simhash_band_layouts(tbl regclass, col name DEFAULT 'fp')
+    RETURNS text[]
+    LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(array_agg(l.layout ORDER BY l.parts DESC), '{}')
+    FROM (VALUES ('4x16', 4), ('2x32', 2)) l (layout, parts)
+    WHERE (SELECT count(DISTINCT b.part) FROM @extschema@.simhash_band_indexes(tbl, col) b
+           WHERE b.layout = l.layout AND b.usable) = l.parts
+$$;
+
+-- The DDL that gives a column the band indexes of a layout: CREATE INDEX
+-- for each part that has no usable index, then DROP INDEX for the band
+-- indexes of other layouts and for invalid ones (a failed concurrent
+-- build leaves one). layout: 'auto' (simhash_layout_for the table's rows:
+-- its statistics, or a count where it was never analyzed), '4x16', '2x32'
+-- or '4x16+2x32'. The 16-bit bands are kept, with a NOTICE, while a
+-- near-unique guard of the column needs them (k above 7). With
+-- concurrently (the default) the statements are CREATE INDEX CONCURRENTLY
+-- and DROP INDEX CONCURRENTLY, to run one by one outside a transaction,
+-- as psql's \gexec does, so a busy table is not locked:
+--   SELECT simhash_band_commands('docs', 'fp') \gexec
+-- New indexes are built before old ones go: no moment without a layout.
+CREATE FUNCTION simhash_band_commands(tbl regclass, col name DEFAULT 'fp',
+                                      layout text DEFAULT 'auto',
+                                      concurrently boolean DEFAULT true)
+    RETURNS SETOF text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -299,16 +368,25 @@ DECLARE
     owner oid;
     nsp oid;
     rel name;
+    kind "char";
     col_type oid;
-    idx oid;
+    remote regclass;
+    n_rows double precision;
+    unanalyzed boolean;
+    wanted text[];
+    kept text[] := '{}';
+    taken text[] := '{}';
+    l text;
+    fn text;
+    parts integer;
     label text;
     t text;
     c text;
     candidate text;
-    attempt int;
-    remote regclass;
+    how text := CASE WHEN $4 THEN 'CONCURRENTLY ' ELSE '' END;  -- $4: concurrently, a keyword
+    idx regclass;
 BEGIN
-    SELECT cl.relowner, cl.relnamespace, cl.relname INTO owner, nsp, rel
+    SELECT cl.relowner, cl.relnamespace, cl.relname, cl.relkind INTO owner, nsp, rel, kind
     FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
@@ -340,22 +418,54 @@ BEGIN
             col, tbl, format_type(col_type, NULL)
             USING ERRCODE = '42804';
     END IF;
-    FOR n IN 0..3 LOOP
-        -- An index of the form the planner matches: B-tree, whole table,
-        -- the one expression simhash_band(col, n), valid.
-        SELECT i.indexrelid INTO idx
-        FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
-        WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indkey[0] = 0
-          AND i.indpred IS NULL AND i.indisvalid AND i.indisready
-          AND ic.relam = (SELECT am.oid FROM pg_am am WHERE am.amname = 'btree')
-          AND pg_get_expr(i.indexprs, i.indrelid)
-              = format('%s.simhash_band(%s, %s)', '@extschema@', quote_ident(col), n)
-        ORDER BY i.indexrelid
-        LIMIT 1;
-        IF NOT FOUND THEN
-            idx := NULL;
+    IF layout = 'auto' THEN
+        SELECT sum(greatest(cl.reltuples, 0)), bool_or(cl.reltuples < 0) INTO n_rows, unanalyzed
+        FROM pg_class cl
+        WHERE (cl.oid = tbl AND cl.relkind <> 'p')
+           OR cl.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt WHERE pt.isleaf);
+        IF unanalyzed THEN
+            EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
+        END IF;
+        wanted := ARRAY[@extschema@.simhash_layout_for(coalesce(n_rows, 0))];
+    ELSE
+        wanted := string_to_array(layout, '+');
+        IF wanted IS NULL OR cardinality(wanted) = 0
+           OR NOT wanted <@ ARRAY['4x16', '2x32'] THEN
+            RAISE EXCEPTION 'unknown band layout "%"', coalesce(layout, 'NULL')
+                USING ERRCODE = '22023',
+                      HINT = 'The layouts are ''auto'', ''4x16'', ''2x32'' and ''4x16+2x32''.';
+        END IF;
+    END IF;
+    IF NOT '4x16' = ANY (wanted) AND EXISTS (
+        SELECT FROM pg_trigger tg
+        WHERE tg.tgrelid = tbl AND tg.tgfoid = '@extschema@.simhash_near_unique'::regproc
+          AND split_part(encode(tg.tgargs, 'escape'), '\000', 1) = col
+          AND split_part(encode(tg.tgargs, 'escape'), '\000', 2) ~ '^\s*\d{1,4}\s*$'
+          AND split_part(encode(tg.tgargs, 'escape'), '\000', 2)::integer > 7)
+    THEN
+        kept := ARRAY['4x16'];
+        RAISE NOTICE 'keeping the 4x16 band indexes of column "%" of %', col, tbl
+            USING DETAIL = 'A near-unique guard of the column checks a distance above 7, which only they answer by probing.';
+    END IF;
+    IF $4 AND kind = 'p' THEN
+        RAISE EXCEPTION 'cannot build or drop band indexes of partitioned table % concurrently', tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Use concurrently => false (which locks the table against writes while the indexes build), or run the commands on each partition.';
+    END IF;
+    FOREACH l IN ARRAY wanted LOOP
+        fn := CASE l WHEN '4x16' THEN 'simhash_band' ELSE 'simhash_band32' END;
+        parts := CASE l WHEN '4x16' THEN 4 ELSE 2 END;
+        FOR n IN 0..parts - 1 LOOP
+            CONTINUE WHEN EXISTS (SELECT FROM @extschema@.simhash_band_indexes(tbl, col) b
+                                  WHERE b.layout = l AND b.part = n AND b.usable);
+            -- <table>_<column>_band<n> (band32_<n> for the halves),
+            -- shortened to 63 bytes a whole character at a time (the longer
+            -- name first, as PostgreSQL shortens the names it picks), and
+            -- numbered when the name is taken.
+            candidate := NULL;
             FOR attempt IN 0..999 LOOP
-                label := '_band' || n || CASE WHEN attempt = 0 THEN '' ELSE '_' || attempt END;
+                label := CASE l WHEN '4x16' THEN '_band' || n ELSE '_band32_' || n END
+                         || CASE WHEN attempt = 0 THEN '' ELSE '_' || attempt END;
                 t := rel;
                 c := col;
                 WHILE octet_length(t) + 1 + octet_length(c) + octet_length(label) > 63 LOOP
@@ -366,26 +476,58 @@ BEGIN
                     END IF;
                 END LOOP;
                 candidate := t || '_' || c || label;
-                EXIT WHEN NOT EXISTS (SELECT FROM pg_class WHERE relnamespace = nsp AND relname = candidate);
+                EXIT WHEN NOT EXISTS (SELECT FROM pg_class WHERE relnamespace = nsp AND relname = candidate)
+                          AND NOT candidate = ANY (taken);
                 candidate := NULL;
             END LOOP;
             IF candidate IS NULL THEN
                 RAISE EXCEPTION 'could not choose a name for band index % of %', n, tbl
                     USING ERRCODE = '42P07';
             END IF;
-            EXECUTE format('CREATE INDEX %I ON %s (@extschema@.simhash_band(%I, %s))',
-                           candidate, tbl, col, n);
-            SELECT cl.oid INTO STRICT idx FROM pg_class cl
-            WHERE cl.relnamespace = nsp AND cl.relname = candidate;
-        END IF;
-        RETURN NEXT idx::regclass;
+            taken := taken || candidate;
+            RETURN NEXT format('CREATE INDEX %s%I ON %s (@extschema@.%s(%I, %s))',
+                               how, candidate, tbl, fn, col, n);
+        END LOOP;
+    END LOOP;
+    FOR idx IN
+        SELECT b.index FROM @extschema@.simhash_band_indexes(tbl, col) b
+        WHERE NOT b.layout = ANY (wanted || kept) OR NOT b.valid
+    LOOP
+        RETURN NEXT format('DROP INDEX %s%s', how, idx);
     END LOOP;
 END
 $$;
 
--- Drops the band indexes simhash_add_bands made (found by what they index,
--- not by name, so hand-made ones of the same form go too).
-CREATE FUNCTION simhash_drop_bands(tbl regclass, col name DEFAULT 'fp')
+-- The band indexes of a table's fingerprint column, in one transaction:
+-- runs simhash_band_commands(tbl, col, layout, false), so CREATE INDEX
+-- holds off writes while it builds (use simhash_band_commands with \gexec
+-- on a busy table). Plain DDL, the same a DBA can run by hand:
+--   CREATE INDEX docs_fp_band0 ON docs (simhash_band(fp, 0));  -- ... to 3
+-- Returns the usable band indexes of the column afterwards, layout by
+-- layout ('4x16' first), in part order; anything it cannot do is an error.
+CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp', layout text DEFAULT 'auto')
+    RETURNS SETOF regclass
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    command text;
+BEGIN
+    FOR command IN SELECT * FROM @extschema@.simhash_band_commands(tbl, col, layout, false) LOOP
+        EXECUTE command;
+    END LOOP;
+    RETURN QUERY
+        SELECT DISTINCT ON (b.layout, b.part) b.index
+        FROM @extschema@.simhash_band_indexes(tbl, col) b
+        WHERE b.usable
+        ORDER BY b.layout DESC, b.part, b.index::oid;
+END
+$$;
+
+-- Drops the band indexes of a column (found by what they index, not by
+-- name, so hand-made ones of the same form go too): those of one layout,
+-- or of every layout when layout is NULL.
+CREATE FUNCTION simhash_drop_bands(tbl regclass, col name DEFAULT 'fp', layout text DEFAULT NULL)
     RETURNS SETOF text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -398,11 +540,14 @@ BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
     END IF;
+    IF layout IS NOT NULL AND layout NOT IN ('4x16', '2x32') THEN
+        RAISE EXCEPTION 'unknown band layout "%"', layout
+            USING ERRCODE = '22023', HINT = 'The layouts are ''4x16'' and ''2x32''.';
+    END IF;
     FOR idx IN
-        SELECT i.indexrelid::regclass FROM pg_index i
-        WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indpred IS NULL
-          AND pg_get_expr(i.indexprs, i.indrelid)
-              ~ ('^(\S+\.)?simhash_band\(' || regexp_replace(quote_ident(col), '(\W)', '\\\1', 'g') || ', [0-3]\)$')
+        SELECT b.index FROM @extschema@.simhash_band_indexes(tbl, col) b
+        WHERE simhash_drop_bands.layout IS NULL OR b.layout = simhash_drop_bands.layout
+        ORDER BY b.layout DESC, b.part, b.index::oid
     LOOP
         RETURN NEXT idx::text;
         EXECUTE format('DROP INDEX %s', idx);
@@ -514,8 +659,13 @@ BEGIN
         RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl
             USING ERRCODE = '42703';
     END IF;
-    -- Checks the column and makes the indexes that are missing.
-    PERFORM @extschema@.simhash_add_bands(tbl, col);
+    -- Checks the column and, unless a layout that serves k is there, makes
+    -- the band indexes (the 16-bit bands for k above 7, which the halves
+    -- do not probe).
+    IF NOT EXISTS (SELECT FROM unnest(@extschema@.simhash_band_layouts(tbl, col)) l
+                   WHERE l = '4x16' OR k <= 7) THEN
+        PERFORM @extschema@.simhash_add_bands(tbl, col, CASE WHEN k > 7 THEN '4x16' ELSE 'auto' END);
+    END IF;
     EXECUTE format('CREATE OR REPLACE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION @extschema@.simhash_near_unique(%L, %L, %L, %L)',
                    guard, tbl, col, k, lower(on_conflict), key_col);

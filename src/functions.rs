@@ -4,6 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use pgrx::prelude::*;
+use simhash_core::layout::Layout;
 use simhash_core::{FeaturesError, Fingerprinter, Version};
 
 use crate::errors;
@@ -223,4 +224,37 @@ fn simhash_hamming(a: i64, b: i64) -> i32 {
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_band_n(fp: i64, n: i32) -> Option<i32> {
     simhash_core::band(fp as u64, i64::from(n)).map(i32::from)
+}
+
+/// `simhash_band32(fp, n)`: half n (0 or 1) of the fingerprint, the 32 bits
+/// from the left, as a bigint from 0 to 4294967295; NULL for any other n.
+/// The key of the `2x32` layout (`simhash_core::layout`). LEAKPROOF, as
+/// `simhash_band` is.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_band32_n(fp: i64, n: i32) -> Option<i64> {
+    Layout::Halves32
+        .key(fp as u64, i64::from(n))
+        .map(|key| key as i64)
+}
+
+/// `simhash_band32_neighbors(fp, n, k)`: every value half n of a
+/// fingerprint within distance k of fp can have: empty for a negative k,
+/// NULL for a half that does not exist or a k the layout does not probe
+/// (above 7). Raises no error (LEAKPROOF).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_band32_neighbors_fn(fp: i64, n: i32, k: i32) -> Option<Vec<i64>> {
+    let layout = Layout::Halves32;
+    layout.key(fp as u64, i64::from(n))?;
+    if k < 0 {
+        return Some(Vec::new());
+    }
+    let keys = layout.neighbors(fp as u64, i64::from(n), k as u32)?;
+    Some(keys.into_iter().map(|key| key as i64).collect())
+}
+
+/// `simhash_layout_for(rows)`: the layout `simhash_add_bands` chooses for
+/// a table of about that many rows (`simhash_core::layout::choose`).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_layout_for_fn(rows: f64) -> &'static str {
+    simhash_core::layout::choose(rows).name()
 }

@@ -47,7 +47,9 @@ use pgrx::prelude::*;
 
 use crate::errors;
 use crate::functions;
-use crate::nodes::{int4_value, lookup_function};
+use crate::layout::{band_indexes, KeyFunctions, PartIndex};
+use crate::nodes::lookup_function;
+use simhash_core::layout::Layout;
 
 /// `pg_locks.objsubid` of the guard's locks (advisory locks that
 /// `pg_advisory_lock` can never take: it uses 1 and 2).
@@ -60,10 +62,9 @@ const TRIGGER_EVENT_TIMINGMASK: u32 = 0x18;
 const RLS_ENABLED: c_int = 2;
 /// elog.h: ERROR.
 const ERROR_LEVEL: c_int = pgrx::PgLogLevel::ERROR as c_int;
-// Equality's strategy number in b-tree and in hash indexes.
-const BTREE_EQUAL: u16 = 3;
-const HASH_EQUAL: u16 = 1;
+// int4eq and int8eq (bootstrap OIDs from pg_proc.dat).
 const F_INT4EQ: Oid = Oid::from_u32(65);
+const F_INT8EQ: Oid = Oid::from_u32(467);
 
 extern "C-unwind" {
     fn get_partition_ancestors(relid: Oid) -> *mut pg_sys::List;
@@ -101,9 +102,10 @@ struct Target {
     fp_attno: i16,
     /// The key column's number and type, if the table has it.
     key: Option<(i16, Oid)>,
-    /// The band indexes 0..3 of the column with their equality strategy
-    /// numbers, when all four exist.
-    bands: Option<[(Oid, u16); 4]>,
+    /// The layout the guard probes and its indexes, part by part, with
+    /// their equality strategy numbers; `None` when the table has no
+    /// layout that serves `k` (it is scanned).
+    bands: Option<(Layout, Vec<PartIndex>)>,
 }
 
 /// What a statement's calls of one trigger share: worked out on its first
@@ -393,17 +395,16 @@ impl Guard {
         });
         let fp_type = pg_sys::get_atttype(relid, fp_attno);
         let schema = pg_sys::get_func_namespace(function);
-        let band_fn = lookup_function(schema, "simhash_band", &[fp_type, pg_sys::INT4OID])
-            .unwrap_or_else(|| {
-                errors::guard_not_simhash64(&args.column.to_string_lossy(), &relation_name(relid))
-            });
+        let functions = KeyFunctions::lookup(schema, fp_type).unwrap_or_else(|| {
+            errors::guard_not_simhash64(&args.column.to_string_lossy(), &relation_name(relid))
+        });
         if args.key_given && attnum(relid, &args.key).is_none() {
             errors::guard_no_column(&args.key.to_string_lossy(), &relation_name(relid));
         }
 
         let scope = scope_of(relid, trigger);
         let mut targets = Vec::new();
-        collect_targets(scope, &args, band_fn, &mut targets);
+        collect_targets(scope, &args, &functions, &mut targets);
 
         let old = pg_sys::MemoryContextSwitchTo(statement);
         let (generated, econtext) = if pg_sys::get_attgenerated(relid, fp_attno) as u8 == b's' {
@@ -480,7 +481,6 @@ impl Guard {
     /// Looks for a row within `k` of `fp` in every target, other than the
     /// row being updated.
     unsafe fn probe(&self, fp: u64, own: Option<(Oid, pg_sys::ItemPointerData)>) -> Probe {
-        let probes = simhash_core::guard::probe_bands(fp, self.args.k);
         for target in &self.targets {
             let heap = pg_sys::table_open(target.relid, pg_sys::AccessShareLock as c_int);
             let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
@@ -520,22 +520,23 @@ impl Guard {
                 }))
             };
             let mut outcome = None;
-            match target.bands {
-                Some(bands) => {
+            match &target.bands {
+                Some((layout, parts)) => {
+                    let probes = layout
+                        .probe(fp, self.args.k)
+                        .expect("a target's layout serves k");
                     'bands: for (n, values) in &probes {
-                        let (index_oid, equal) = bands[*n as usize];
+                        let (index_oid, equal) = parts[*n as usize];
                         let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
                         let scan = crate::compat::index_beginscan(heap, index, dirty, 1);
                         for &value in values {
                             pgrx::check_for_interrupts!();
                             let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-                            pg_sys::ScanKeyInit(
-                                &mut key,
-                                1,
-                                equal,
-                                F_INT4EQ,
-                                Datum::from(i32::from(value)),
-                            );
+                            let (proc_, datum) = match layout {
+                                Layout::Bands16 => (F_INT4EQ, Datum::from(value as i32)),
+                                Layout::Halves32 => (F_INT8EQ, Datum::from(value as i64)),
+                            };
+                            pg_sys::ScanKeyInit(&mut key, 1, equal, proc_, datum);
                             pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
                             while pg_sys::index_getnext_slot(
                                 scan,
@@ -705,7 +706,7 @@ unsafe fn scope_of(relid: Oid, trigger: *mut pg_sys::Trigger) -> Oid {
 }
 
 /// The OIDs of an OID list.
-unsafe fn oid_list(list: *mut pg_sys::List) -> Vec<Oid> {
+pub unsafe fn oid_list(list: *mut pg_sys::List) -> Vec<Oid> {
     if list.is_null() {
         return Vec::new();
     }
@@ -734,7 +735,12 @@ unsafe fn has_trigger(relid: Oid, trigger: *mut pg_sys::Trigger) -> bool {
 }
 
 /// Every leaf table under `relid` (itself when it is not partitioned).
-unsafe fn collect_targets(relid: Oid, args: &Args, band_fn: Oid, out: &mut Vec<Target>) {
+unsafe fn collect_targets(
+    relid: Oid,
+    args: &Args,
+    functions: &KeyFunctions,
+    out: &mut Vec<Target>,
+) {
     let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as c_int);
     let kind = (*(*rel).rd_rel).relkind;
     if kind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE {
@@ -744,7 +750,7 @@ unsafe fn collect_targets(relid: Oid, args: &Args, band_fn: Oid, out: &mut Vec<T
             .collect();
         pg_sys::table_close(rel, pg_sys::NoLock as c_int);
         for child in children {
-            collect_targets(child, args, band_fn, out);
+            collect_targets(child, args, functions, out);
         }
         return;
     }
@@ -754,67 +760,21 @@ unsafe fn collect_targets(relid: Oid, args: &Args, band_fn: Oid, out: &mut Vec<T
     let fp_attno = attnum(relid, &args.column).unwrap_or_else(|| {
         errors::guard_no_column(&args.column.to_string_lossy(), &relation_name(relid))
     });
-    let mut bands = [(pg_sys::InvalidOid, 0); 4];
-    for index_oid in oid_list(pg_sys::RelationGetIndexList(rel)) {
-        if let Some((n, equal)) = band_of_index(index_oid, fp_attno, band_fn) {
-            bands[n] = (index_oid, equal);
-        }
-    }
+    let indexes = band_indexes(rel, fp_attno, functions);
+    // The 32-bit halves where they serve k: almost no rows to recheck on a
+    // large table. Else the 16-bit bands, else a scan.
+    let bands = [Layout::Halves32, Layout::Bands16]
+        .into_iter()
+        .filter(|layout| layout.serves(args.k))
+        .find_map(|layout| Some((layout, indexes.complete(layout)?)));
     pg_sys::table_close(rel, pg_sys::NoLock as c_int);
     let key_attno = attnum(relid, &args.key);
     out.push(Target {
         relid,
         fp_attno,
         key: key_attno.map(|attno| (attno, pg_sys::get_atttype(relid, attno))),
-        bands: bands
-            .iter()
-            .all(|&(b, _)| b != pg_sys::InvalidOid)
-            .then_some(bands),
+        bands,
     });
-}
-
-/// The band `n` an index answers and its equality strategy, when it is a
-/// valid, whole-table b-tree or hash index on exactly
-/// `simhash_band(column, n)`.
-unsafe fn band_of_index(index_oid: Oid, fp_attno: i16, band_fn: Oid) -> Option<(usize, u16)> {
-    let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
-    let form = (*index).rd_index;
-    let am = (*(*index).rd_rel).relam;
-    let mut band = None;
-    if (*form).indnatts == 1
-        && (*form).indisvalid
-        && (am == pg_sys::BTREE_AM_OID || am == pg_sys::HASH_AM_OID)
-        && pg_sys::RelationGetIndexPredicate(index).is_null()
-    {
-        let exprs =
-            pgrx::PgList::<pg_sys::Node>::from_pg(pg_sys::RelationGetIndexExpressions(index));
-        if exprs.len() == 1 {
-            let expr = exprs.get_ptr(0).unwrap_or(std::ptr::null_mut());
-            if !expr.is_null() && pgrx::is_a(expr, pg_sys::NodeTag::T_FuncExpr) {
-                let call = expr.cast::<pg_sys::FuncExpr>();
-                let args = pgrx::PgList::<pg_sys::Node>::from_pg((*call).args);
-                if (*call).funcid == band_fn && args.len() == 2 {
-                    let column = args.get_ptr(0).unwrap_or(std::ptr::null_mut());
-                    let n = args.get_ptr(1).and_then(|n| int4_value(n));
-                    if !column.is_null()
-                        && pgrx::is_a(column, pg_sys::NodeTag::T_Var)
-                        && (*column.cast::<pg_sys::Var>()).varattno == fp_attno
-                    {
-                        let equal = if am == pg_sys::BTREE_AM_OID {
-                            BTREE_EQUAL
-                        } else {
-                            HASH_EQUAL
-                        };
-                        band = n
-                            .filter(|n| (0..4).contains(n))
-                            .map(|n| (n as usize, equal));
-                    }
-                }
-            }
-        }
-    }
-    pg_sys::index_close(index, pg_sys::NoLock as c_int);
-    band
 }
 
 /// Refuses to run on a Citus shard: the guard would see that shard only.

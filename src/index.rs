@@ -27,11 +27,21 @@
 //! indexes and a scan to the planner's costs. The plain `hamming(a, b) <= k`
 //! form is turned into `simhash_within` at parse time by `crate::rewrite`.
 //!
+//! Those are the conditions of the `4x16` layout. The support function
+//! reads which layouts the table is indexed with (`crate::layout`) and
+//! offers the planner the conditions of each one that serves `k`: for the
+//! `2x32` layout, `simhash_band32(a, n) = ANY (simhash_band32_neighbors(b,
+//! n, k))` for `n` 0 and 1, up to `k = 7`. Where the table cannot be known
+//! (an expression rather than a column) or has no band index, the `4x16`
+//! conditions are offered, as they match expression indexes of that form.
+//!
 //! When `k` is a constant above 11 the call is left alone (a scan is
 //! cheaper than probing 697+ values per band). When `k` is not a constant
 //! (a parameter of a generic plan, a column of a joined table) the ANY form
 //! is used, and `simhash_band_neighbors` works out the radius from `k` at
-//! run time: still exact, however large `k` turns out to be.
+//! run time: still exact, however large `k` turns out to be. The halves'
+//! lists are not (they stop at 7), so they are offered only for a `k`
+//! known when planning.
 
 use pgrx::pg_sys::{self, Node, NodeTag, Oid};
 use pgrx::prelude::*;
@@ -41,15 +51,27 @@ use simhash_core::probe::{
     MAX_PROBED_K,
 };
 
+use crate::layout::{band_indexes, KeyFunctions};
 use crate::nodes::{call, copy, int4_const, int4_value, list, lookup_function, op};
 use crate::rewrite::unstable;
+use simhash_core::layout::Layout;
 
-// Fixed OIDs of PostgreSQL's built-in int4 `=` and `<=` and of `int4eq`
-// (pg_operator.dat / pg_proc.dat: bootstrap OIDs, the same in every
-// PostgreSQL release).
+// Fixed OIDs of PostgreSQL's built-in int4 `=` and `<=`, int8 `=`, and
+// of `int4eq` and `int8eq` (pg_operator.dat / pg_proc.dat: bootstrap OIDs,
+// the same in every PostgreSQL release).
 const INT4_EQ_OP: Oid = Oid::from_u32(96);
 const INT4_EQ_FN: Oid = Oid::from_u32(65);
 const INT4_LE_OP: Oid = Oid::from_u32(523);
+const INT8_EQ_OP: Oid = Oid::from_u32(410);
+const INT8_EQ_FN: Oid = Oid::from_u32(467);
+
+/// The equality operator and its function for the keys of `layout`.
+fn equality(layout: Layout) -> (Oid, Oid) {
+    match layout {
+        Layout::Bands16 => (INT4_EQ_OP, INT4_EQ_FN),
+        Layout::Halves32 => (INT8_EQ_OP, INT8_EQ_FN),
+    }
+}
 
 /// `simhash_within(a, b, k)`: `hamming(a, b) <= k`, false for a negative
 /// `k` as the comparison is. Raises no error (it is LEAKPROOF).
@@ -136,7 +158,7 @@ pub unsafe extern "C-unwind" fn simhash_within_support(
         return pg_sys::Datum::from(0usize);
     }
     let req = req.cast::<pg_sys::SupportRequestSimplify>();
-    match simplify((*req).fcall) {
+    match simplify((*req).root, (*req).fcall) {
         Some(expr) => pg_sys::Datum::from(expr),
         None => pg_sys::Datum::from(0usize),
     }
@@ -146,8 +168,9 @@ pub unsafe extern "C-unwind" fn simhash_within_support(
 /// the schema `simhash_within` itself lives in.
 struct Functions {
     hamming: Oid,
-    band: Oid,
-    neighbors: Oid,
+    keys: KeyFunctions,
+    neighbors16: Oid,
+    neighbors32: Oid,
 }
 
 impl Functions {
@@ -155,19 +178,25 @@ impl Functions {
         let int4 = pg_sys::INT4OID;
         Some(Functions {
             hamming: lookup_function(schema, "hamming", &[fp_type, fp_type])?,
-            band: lookup_function(schema, "simhash_band", &[fp_type, int4])?,
-            neighbors: lookup_function(schema, "simhash_band_neighbors", &[fp_type, int4, int4])?,
+            keys: KeyFunctions::lookup(schema, fp_type)?,
+            neighbors16: lookup_function(schema, "simhash_band_neighbors", &[fp_type, int4, int4])?,
+            neighbors32: lookup_function(
+                schema,
+                "simhash_band32_neighbors",
+                &[fp_type, int4, int4],
+            )
+            .unwrap_or(pg_sys::InvalidOid),
         })
     }
 }
 
-/// `left = ANY (right)` over int4.
-unsafe fn eq_any(left: *mut Node, right: *mut Node) -> *mut Node {
+/// `left = ANY (right)` over int4 or int8.
+unsafe fn eq_any(left: *mut Node, right: *mut Node, layout: Layout) -> *mut Node {
     let saop: *mut pg_sys::ScalarArrayOpExpr =
         pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast();
     (*saop).xpr.type_ = NodeTag::T_ScalarArrayOpExpr;
-    (*saop).opno = INT4_EQ_OP;
-    (*saop).opfuncid = INT4_EQ_FN;
+    (*saop).opno = equality(layout).0;
+    (*saop).opfuncid = equality(layout).1;
     (*saop).useOr = true;
     (*saop).args = list(&[left, right]);
     (*saop).location = -1;
@@ -181,7 +210,10 @@ unsafe fn local_column(node: *mut Node) -> bool {
 
 /// The rewritten form of `simhash_within(a, b, k)`, or `None` to keep the
 /// call as it is.
-unsafe fn simplify(fcall: *mut pg_sys::FuncExpr) -> Option<*mut Node> {
+unsafe fn simplify(
+    root: *mut pg_sys::PlannerInfo,
+    fcall: *mut pg_sys::FuncExpr,
+) -> Option<*mut Node> {
     let args = PgList::<Node>::from_pg((*fcall).args);
     if args.len() != 3 {
         return None;
@@ -215,30 +247,93 @@ unsafe fn simplify(fcall: *mut pg_sys::FuncExpr) -> Option<*mut Node> {
         pg_sys::get_func_namespace((*fcall).funcid),
         pg_sys::exprType(a),
     )?;
-
-    let mut arms = PgList::<Node>::new();
-    for n in 0..4 {
-        let band_a = call(f.band, pg_sys::INT4OID, &[copy(a), int4_const(n)]);
-        let arm = match k_const {
-            Some(v) if v <= 3 => op(
-                INT4_EQ_OP,
-                pg_sys::BOOLOID,
-                band_a,
-                call(f.band, pg_sys::INT4OID, &[copy(b), int4_const(n)]),
-            ),
-            _ => eq_any(
-                band_a,
-                call(
-                    f.neighbors,
-                    pg_sys::INT4ARRAYOID,
-                    &[copy(b), int4_const(n), copy(k)],
-                ),
-            ),
+    // The layouts to offer the planner: those the table is indexed with,
+    // read from its index definitions; the 16-bit bands (whose conditions
+    // also match expression indexes on other forms of `a`) when that
+    // cannot be known or the table has none.
+    let indexed = indexed_layouts(root, a, &f.keys);
+    let layouts = if indexed.is_empty() {
+        vec![Layout::Bands16]
+    } else {
+        indexed
+    };
+    let mut conditions = vec![op(
+        INT4_LE_OP,
+        pg_sys::BOOLOID,
+        call(f.hamming, pg_sys::INT4OID, &[copy(a), copy(b)]),
+        copy(k),
+    )];
+    for layout in layouts {
+        let neighbors = match layout {
+            Layout::Bands16 => f.neighbors16,
+            Layout::Halves32 => f.neighbors32,
         };
-        arms.push(arm);
+        let (key_type, array_type) = match layout {
+            Layout::Bands16 => (pg_sys::INT4OID, pg_sys::INT4ARRAYOID),
+            Layout::Halves32 => (pg_sys::INT8OID, pg_sys::INT8ARRAYOID),
+        };
+        match k_const {
+            // A bound known now: the layout offers itself if it serves it.
+            Some(v) if !layout.serves(v as u32) => continue,
+            // A bound known only when the plan runs: the 16-bit bands'
+            // neighbour lists stay exact for every k (up to all 65,536
+            // values); the halves' would not, so they are not offered.
+            None if layout != Layout::Bands16 => continue,
+            _ => {}
+        }
+        let key_fn = f.keys.of(layout);
+        let mut arms = PgList::<Node>::new();
+        for n in 0..layout.parts() as i32 {
+            let key_a = call(key_fn, key_type, &[copy(a), int4_const(n)]);
+            let arm = match k_const {
+                Some(v) if layout.radius(v as u32) == 0 => op(
+                    equality(layout).0,
+                    pg_sys::BOOLOID,
+                    key_a,
+                    call(key_fn, key_type, &[copy(b), int4_const(n)]),
+                ),
+                _ => eq_any(
+                    key_a,
+                    call(neighbors, array_type, &[copy(b), int4_const(n), copy(k)]),
+                    layout,
+                ),
+            };
+            arms.push(arm);
+        }
+        conditions.push(pg_sys::make_orclause(arms.into_pg()).cast());
     }
-    let distance = call(f.hamming, pg_sys::INT4OID, &[copy(a), copy(b)]);
-    let exact = op(INT4_LE_OP, pg_sys::BOOLOID, distance, copy(k));
-    let any_band: *mut Node = pg_sys::make_orclause(arms.into_pg()).cast();
-    Some(pg_sys::make_andclause(list(&[exact, any_band])).cast())
+    if conditions.len() == 1 {
+        return None;
+    }
+    Some(pg_sys::make_andclause(list(&conditions)).cast())
+}
+
+/// The band layouts the table whose column `a` is has every part of
+/// indexed; empty when `a` is not a plain column of a table of this query.
+unsafe fn indexed_layouts(
+    root: *mut pg_sys::PlannerInfo,
+    a: *mut Node,
+    keys: &KeyFunctions,
+) -> Vec<Layout> {
+    if root.is_null() || (*root).parse.is_null() || !local_column(a) {
+        return Vec::new();
+    }
+    let var = a.cast::<pg_sys::Var>();
+    let rtable = PgList::<pg_sys::RangeTblEntry>::from_pg((*(*root).parse).rtable);
+    let Some(rte) = usize::try_from((*var).varno - 1)
+        .ok()
+        .and_then(|i| rtable.get_ptr(i))
+    else {
+        return Vec::new();
+    };
+    if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*var).varattno <= 0 {
+        return Vec::new();
+    }
+    let rel = pg_sys::RelationIdGetRelation((*rte).relid);
+    if rel.is_null() {
+        return Vec::new();
+    }
+    let layouts = band_indexes(rel, (*var).varattno, keys).layouts();
+    pg_sys::RelationClose(rel);
+    layouts
 }

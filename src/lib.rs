@@ -10,6 +10,7 @@ mod errors;
 mod functions;
 mod guard;
 mod index;
+mod layout;
 mod nodes;
 mod rewrite;
 mod types;

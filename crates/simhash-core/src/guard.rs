@@ -2,9 +2,9 @@
 //! fingerprint is checked against, and which locks serialize it with
 //! concurrent writers of a near-duplicate.
 //!
-//! The check probes the four band indexes ([`probe_bands`]): every row
-//! within `k` of the new one has, in some band, a value within
-//! [`crate::probe::probe_radius`] bits of the new one's, so the probes see
+//! The check probes the band indexes ([`crate::layout::Layout::probe`]):
+//! every row within `k` of the new one has, in some part of the layout, a
+//! key within the layout's radius of the new one's, so the probes see
 //! every candidate and the exact distance decides.
 //!
 //! Between the check and the row's insertion another session may check a
@@ -18,22 +18,7 @@
 //! and no cycle of waits can form from the guard's locks alone: a session
 //! never waits for anything else while it holds them.
 
-use crate::probe::{band_neighbors, probe_radius};
 use crate::scatter::bucket_keys;
-use crate::BANDS;
-
-/// For each band `n`, the band values whose rows are candidates within
-/// `k` of `fp`: the band itself for `k <= 3`, every value within
-/// `floor(k / 4)` bits above that.
-pub fn probe_bands(fp: u64, k: u32) -> Vec<(u32, Vec<u16>)> {
-    let radius = probe_radius(k);
-    (0..BANDS)
-        .map(|n| {
-            let band = crate::band(fp, i64::from(n)).expect("bands 0..BANDS exist");
-            (n, band_neighbors(band, radius))
-        })
-        .collect()
-}
 
 /// The 32-bit lock keys of `fp` for a guard of distance `k`, ascending and
 /// without repeats (locks are taken in this order). `salt` tells guards
@@ -67,6 +52,7 @@ pub fn name_salt(name: &[u8]) -> u64 {
 mod tests {
     use super::*;
     use crate::hamming;
+    use crate::layout::Layout;
     use crate::testutil::splitmix;
 
     struct Rng(u64);
@@ -147,15 +133,18 @@ mod tests {
     #[test]
     fn probes_find_every_row_within_k() {
         let mut rng = Rng::new(11);
-        for k in 0..=11 {
+        for (layout, k) in (0..=11)
+            .map(|k| (Layout::Bands16, k))
+            .chain((0..=7).map(|k| (Layout::Halves32, k)))
+        {
             for _ in 0..500 {
                 let a = rng.next();
                 let b = flip(a, (rng.next() % u64::from(k + 1)) as u32, &mut rng);
-                let probes = probe_bands(a, k);
-                assert_eq!(probes.len(), BANDS as usize);
+                let probes = layout.probe(a, k).unwrap();
+                assert_eq!(probes.len(), layout.parts() as usize);
                 let hit = probes
                     .iter()
-                    .any(|(n, values)| values.contains(&crate::band(b, i64::from(*n)).unwrap()));
+                    .any(|(n, values)| values.contains(&layout.key(b, i64::from(*n)).unwrap()));
                 assert!(
                     hit,
                     "k = {k}: {b:016x} is within {k} of {a:016x} but no probe hits"

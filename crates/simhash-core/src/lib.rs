@@ -28,6 +28,7 @@ pub mod fold;
 pub mod guard;
 pub mod hex;
 pub mod idf;
+pub mod layout;
 mod part;
 pub mod probe;
 pub mod scatter;

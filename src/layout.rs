@@ -1,0 +1,171 @@
+//! Which band layouts a table is indexed with, read from its index
+//! definitions: the one place the planner support function (`crate::index`)
+//! and the near-unique guard (`crate::guard`) learn it.
+//!
+//! An index counts for part `n` of a layout (`simhash_core::layout`) when
+//! it is valid, covers the whole table (no predicate), is a B-tree or hash
+//! index, and has exactly one key: `simhash_band(column, n)` for `4x16`,
+//! `simhash_band32(column, n)` for `2x32`, with `n` a constant. Indexes
+//! made by hand in that form count as much as the ones
+//! `simhash_add_bands` makes. A layout is there when every part has one.
+
+use std::ffi::c_int;
+
+use pgrx::pg_sys::{self, Oid};
+use simhash_core::layout::Layout;
+
+use crate::nodes::{int4_value, lookup_function};
+
+/// Equality's strategy number in a B-tree and in a hash index.
+const BTREE_EQUAL: u16 = 3;
+const HASH_EQUAL: u16 = 1;
+
+/// One part's index and the strategy number of its equality operator.
+pub type PartIndex = (Oid, u16);
+
+/// The key functions of the extension, by OID.
+#[derive(Clone, Copy)]
+pub struct KeyFunctions {
+    band16: Oid,
+    band32: Oid,
+}
+
+impl KeyFunctions {
+    /// The key functions for fingerprints of type `fp_type`, looked up in
+    /// the extension's schema.
+    ///
+    /// # Safety
+    /// Called in a transaction.
+    pub unsafe fn lookup(schema: Oid, fp_type: Oid) -> Option<KeyFunctions> {
+        Some(KeyFunctions {
+            band16: lookup_function(schema, "simhash_band", &[fp_type, pg_sys::INT4OID])?,
+            band32: lookup_function(schema, "simhash_band32", &[fp_type, pg_sys::INT4OID])
+                .unwrap_or(pg_sys::InvalidOid),
+        })
+    }
+
+    /// The key function of `layout`.
+    pub fn of(&self, layout: Layout) -> Oid {
+        match layout {
+            Layout::Bands16 => self.band16,
+            Layout::Halves32 => self.band32,
+        }
+    }
+
+    fn layout_of(&self, funcid: Oid) -> Option<Layout> {
+        Layout::ALL
+            .into_iter()
+            .find(|&l| funcid != pg_sys::InvalidOid && self.of(l) == funcid)
+    }
+}
+
+/// The band indexes of one column of one table, by layout.
+#[derive(Default)]
+pub struct BandIndexes {
+    bands16: [Option<PartIndex>; 4],
+    halves32: [Option<PartIndex>; 2],
+}
+
+impl BandIndexes {
+    /// The indexes of every part of `layout`, in part order, if all exist.
+    pub fn complete(&self, layout: Layout) -> Option<Vec<PartIndex>> {
+        match layout {
+            Layout::Bands16 => self.bands16.iter().copied().collect(),
+            Layout::Halves32 => self.halves32.iter().copied().collect(),
+        }
+    }
+
+    /// The layouts every part of which is indexed.
+    pub fn layouts(&self) -> Vec<Layout> {
+        Layout::ALL
+            .into_iter()
+            .filter(|&l| self.complete(l).is_some())
+            .collect()
+    }
+
+    fn set(&mut self, layout: Layout, n: usize, index: PartIndex) {
+        let slot = match layout {
+            Layout::Bands16 => self.bands16.get_mut(n),
+            Layout::Halves32 => self.halves32.get_mut(n),
+        };
+        if let Some(slot @ None) = slot {
+            *slot = Some(index);
+        }
+    }
+}
+
+/// The band indexes on column `fp_attno` of the open relation `rel` (for a
+/// partitioned table: its partitioned indexes).
+///
+/// # Safety
+/// `rel` is open; called in a transaction.
+pub unsafe fn band_indexes(
+    rel: pg_sys::Relation,
+    fp_attno: i16,
+    functions: &KeyFunctions,
+) -> BandIndexes {
+    let mut found = BandIndexes::default();
+    let list = pg_sys::RelationGetIndexList(rel);
+    let oids = crate::guard::oid_list(list);
+    pg_sys::list_free(list);
+    for index_oid in oids {
+        if let Some((layout, n, equal)) = part_of_index(index_oid, fp_attno, functions) {
+            found.set(layout, n, (index_oid, equal));
+        }
+    }
+    found
+}
+
+/// The layout and part an index answers, with its equality strategy, when
+/// it is of the form the module comment describes.
+unsafe fn part_of_index(
+    index_oid: Oid,
+    fp_attno: i16,
+    functions: &KeyFunctions,
+) -> Option<(Layout, usize, u16)> {
+    let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+    let found = (|| {
+        let form = (*index).rd_index;
+        let am = (*(*index).rd_rel).relam;
+        let equal = if am == pg_sys::BTREE_AM_OID {
+            BTREE_EQUAL
+        } else if am == pg_sys::HASH_AM_OID {
+            HASH_EQUAL
+        } else {
+            return None;
+        };
+        if (*form).indnatts != 1
+            || !(*form).indisvalid
+            || !pg_sys::RelationGetIndexPredicate(index).is_null()
+        {
+            return None;
+        }
+        let exprs =
+            pgrx::PgList::<pg_sys::Node>::from_pg(pg_sys::RelationGetIndexExpressions(index));
+        if exprs.len() != 1 {
+            return None;
+        }
+        let expr = exprs.get_ptr(0)?;
+        if !pgrx::is_a(expr, pg_sys::NodeTag::T_FuncExpr) {
+            return None;
+        }
+        let call = expr.cast::<pg_sys::FuncExpr>();
+        let layout = functions.layout_of((*call).funcid)?;
+        let args = pgrx::PgList::<pg_sys::Node>::from_pg((*call).args);
+        if args.len() != 2 {
+            return None;
+        }
+        let column = args.get_ptr(0)?;
+        if !pgrx::is_a(column, pg_sys::NodeTag::T_Var)
+            || (*column.cast::<pg_sys::Var>()).varattno != fp_attno
+        {
+            return None;
+        }
+        let n = int4_value(args.get_ptr(1)?)?;
+        (0..layout.parts() as i32)
+            .contains(&n)
+            .then_some((layout, n as usize, equal))
+    })();
+    pg_sys::index_close(index, pg_sys::NoLock as c_int);
+    found
+}

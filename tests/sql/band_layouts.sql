@@ -1,0 +1,173 @@
+-- Band layouts: the 32-bit halves beside the 16-bit bands. Every layout
+-- returns exactly what a scan returns, for every k it serves, on skewed
+-- fingerprints too; beyond that, a scan. The planner and the guard read
+-- the layout from the index definitions.
+
+-- The keys and their neighbours.
+SELECT simhash_band32('0123456789abcdef', 0) = x'01234567'::bigint AS half0,
+       simhash_band32('0123456789abcdef', 1) = x'89abcdef'::bigint AS half1,
+       simhash_band32('ffffffffffffffff', 1) AS max_half,
+       simhash_band32('0123456789abcdef', 2) IS NULL AS no_half2,
+       simhash_band32('0123456789abcdef', -1) IS NULL AS no_half_minus1;
+SELECT k, cardinality(simhash_band32_neighbors('0123456789abcdef', 0, k)) AS keys
+FROM generate_series(-1, 8) k ORDER BY k;
+SELECT simhash_band32_neighbors('0123456789abcdef', 2, 3) IS NULL AS no_half2;
+SELECT r, simhash_layout_for(r) FROM unnest(ARRAY[0, 1e6, 4194303, 4194304, 1e9]::float8[]) r;
+
+-- Skewed fingerprints: hashed integers; 40 bases with 60 variants each,
+-- 0..7 bits flipped, packed into one half (so that half's key is shared
+-- by the whole group: a hot key) or spread over the whole value; 200
+-- copies of one value; NULLs.
+CREATE TABLE lay (id bigint PRIMARY KEY, fp simhash64);
+INSERT INTO lay SELECT g, hashint8extended(g, 3)::simhash64 FROM generate_series(1, 20000) g;
+INSERT INTO lay
+SELECT 100000 + base * 100 + v,
+       (hashint8extended(base, 9) # coalesce((
+            SELECT bit_or(1::bigint << CASE WHEN v % 2 = 0 THEN (i * 7 + v) % 32
+                                            ELSE (i * 13 + v) % 64 END)
+            FROM generate_series(1, v % 8) i), 0))::simhash64
+FROM generate_series(1, 40) base, generate_series(0, 59) v;
+INSERT INTO lay SELECT 200000 + g, 'f0f0f0f00f0f0f0f' FROM generate_series(1, 200) g;
+INSERT INTO lay SELECT 300000 + g, NULL FROM generate_series(1, 20) g;
+CREATE TABLE lay_q (qid int, q simhash64);
+INSERT INTO lay_q SELECT base, hashint8extended(base, 9)::simhash64 FROM generate_series(1, 40, 3) base;
+INSERT INTO lay_q VALUES (100, hashint8extended(5, 3)::simhash64), (101, 'f0f0f0f00f0f0f0f'),
+                         (102, 'f0f0f0f00f0f0f0e');
+
+-- For each k, the answer of the query as users write it (k a constant,
+-- the indexes preferred) against a scan; and whether the plan probed the
+-- indexes of the layout.
+CREATE FUNCTION layout_check(layout text)
+RETURNS TABLE (k int, probed text, queries int, equal int, rows_compared bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan text;
+    got bigint[];
+    want bigint[];
+    r record;
+BEGIN
+    FOR kk IN 0..11 LOOP
+        k := kk; queries := 0; equal := 0; rows_compared := 0;
+        SET LOCAL enable_seqscan = off;
+        EXECUTE format('EXPLAIN (COSTS OFF) SELECT id FROM lay WHERE fp <~> %L <= %s',
+                       'f0f0f0f00f0f0f0f', kk) INTO plan;
+        probed := CASE WHEN plan LIKE 'Bitmap Heap Scan%' THEN 'bitmap' ELSE split_part(plan, ' on ', 1) END;
+        FOR r IN SELECT * FROM lay_q LOOP
+            SET LOCAL enable_seqscan = off;
+            EXECUTE format('SELECT array_agg(id ORDER BY id) FROM lay WHERE fp <~> %L <= %s', r.q, kk)
+                INTO got;
+            RESET enable_seqscan;
+            -- Not a distance comparison (the + 0): never rewritten, a scan.
+            SELECT array_agg(id ORDER BY id) INTO want FROM lay WHERE (fp <~> r.q) + 0 <= kk;
+            queries := queries + 1;
+            equal := equal + (got IS NOT DISTINCT FROM want)::int;
+            rows_compared := rows_compared + coalesce(cardinality(want), 0);
+        END LOOP;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+-- 2x32 alone: probed up to k = 7, scanned beyond.
+SELECT simhash_add_bands('lay', 'fp', '2x32');
+SELECT simhash_band_layouts('lay', 'fp');
+ANALYZE lay;
+SELECT * FROM layout_check('2x32');
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM lay WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 1;
+EXPLAIN (COSTS OFF) SELECT id FROM lay WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 3;
+-- A bound known only at run time: the halves cannot serve every k, so
+-- they are not offered (a scan, never a wrong answer).
+PREPARE lay_k(int) AS SELECT count(*) FROM lay WHERE fp <~> 'f0f0f0f00f0f0f0f' <= $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE lay_k(3);
+EXECUTE lay_k(3);
+EXECUTE lay_k(40);
+SET plan_cache_mode = force_custom_plan;
+EXPLAIN (COSTS OFF) EXECUTE lay_k(3);
+RESET plan_cache_mode;
+DEALLOCATE lay_k;
+RESET enable_seqscan;
+
+-- Moving to 4x16: the halves go, the bands come; exact up to 11.
+SELECT simhash_band_commands('lay', 'fp', '4x16');
+SELECT simhash_add_bands('lay', 'fp', '4x16');
+SELECT simhash_band_layouts('lay', 'fp');
+SELECT * FROM layout_check('4x16');
+
+-- Both: the planner picks by cost; still exact.
+SELECT simhash_add_bands('lay', 'fp', '4x16+2x32');
+SELECT simhash_band_layouts('lay', 'fp');
+ANALYZE lay;
+SELECT * FROM layout_check('4x16+2x32');
+
+-- 'auto' follows the table's size (its statistics): pretend it grew.
+SELECT simhash_band_commands('lay', 'fp', 'auto', false);
+UPDATE pg_class SET reltuples = 5e6 WHERE oid = 'lay'::regclass;
+SELECT simhash_band_commands('lay', 'fp');
+SELECT simhash_add_bands('lay', 'fp');
+SELECT simhash_band_layouts('lay', 'fp');
+
+-- Hand-made indexes of the documented form count, B-tree or hash.
+SELECT simhash_drop_bands('lay', 'fp');
+CREATE INDEX lay_h0 ON lay USING hash (simhash_band32(fp, 0));
+CREATE INDEX lay_h1 ON lay (simhash_band32(fp, 1));
+SELECT layout, part, index, valid, usable FROM simhash_band_indexes('lay', 'fp');
+SELECT simhash_band_layouts('lay', 'fp');
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM lay WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 2;
+RESET enable_seqscan;
+SELECT count(*) FROM lay WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 2;
+-- A partial index is not one: it does not cover every row.
+SELECT simhash_drop_bands('lay', 'fp', '2x32');
+CREATE INDEX lay_p0 ON lay (simhash_band32(fp, 0)) WHERE id > 0;
+CREATE INDEX lay_p1 ON lay (simhash_band32(fp, 1));
+SELECT simhash_band_layouts('lay', 'fp');
+SELECT simhash_drop_bands('lay', 'fp');
+
+-- The guard probes the halves when they are all there is.
+CREATE TABLE gl (id bigint PRIMARY KEY, fp simhash64);
+INSERT INTO gl SELECT g, hashint8extended(g, 11)::simhash64 FROM generate_series(1, 2000) g;
+SELECT simhash_add_bands('gl', 'fp', '2x32');
+SELECT simhash_add_guard('gl', 'fp', 3);
+SELECT simhash_band_layouts('gl', 'fp');
+INSERT INTO gl VALUES (5001, (hashint8extended(17, 11) # 7)::simhash64);  -- 3 bits from row 17
+INSERT INTO gl VALUES (5002, (hashint8extended(17, 11) # 15)::simhash64); -- 4 bits: fine
+-- k above 7: the guard needs the 16-bit bands, and set-up keeps them.
+SELECT simhash_add_guard('gl', 'fp', 9);
+SELECT simhash_band_layouts('gl', 'fp');
+SELECT simhash_band_commands('gl', 'fp', '2x32', false);
+INSERT INTO gl VALUES (5003, (hashint8extended(18, 11) # 511)::simhash64); -- 9 bits from row 18
+DROP TABLE gl;
+
+-- Errors.
+SELECT simhash_add_bands('lay', 'fp', '3x21');
+SELECT simhash_add_bands('lay', 'fp', NULL);
+SELECT simhash_add_bands('lay', 'fp', '');
+SELECT simhash_drop_bands('lay', 'fp', '8x8');
+CREATE TABLE lay_parted (id bigint, fp simhash64) PARTITION BY RANGE (id);
+CREATE TABLE lay_parted_1 PARTITION OF lay_parted FOR VALUES FROM (0) TO (100000);
+CREATE TABLE lay_parted_2 PARTITION OF lay_parted FOR VALUES FROM (100000) TO (1000000);
+SELECT simhash_band_commands('lay_parted', 'fp', '2x32');
+-- Partitioned, in one transaction: the parent's indexes count.
+INSERT INTO lay_parted SELECT id, fp FROM lay;
+SELECT simhash_add_bands('lay_parted', 'fp', '2x32');
+ANALYZE lay_parted;
+-- (Each partition's conditions are folded to constant arrays: the scans
+-- are what matters.)
+CREATE FUNCTION scans(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+        CONTINUE WHEN line NOT LIKE '%Scan on%';
+        RETURN NEXT trim(replace(line, '->', ''));
+    END LOOP;
+END $$;
+SET enable_seqscan = off;
+SELECT scans($$SELECT id FROM lay_parted WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 3$$);
+RESET enable_seqscan;
+SELECT (SELECT count(*) FROM lay_parted WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 3)
+     = (SELECT count(*) FROM lay WHERE (fp <~> 'f0f0f0f00f0f0f0f') + 0 <= 3) AS parted_exact;
+
+DROP TABLE lay, lay_q, lay_parted;
+DROP FUNCTION layout_check(text), scans(text);
