@@ -21,13 +21,14 @@
 # sending the query text); p50 and p99 in ms.
 #
 # Run: bench/band_index.sh [ROWS ...]     default 1000000; e.g. 1000000 10000000
-#      LAYOUTS="2x32" bench/band_index.sh 100000000
+#      LAYOUTS="2x32" KS="3 7" bench/band_index.sh 100000000
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 [ $# -gt 0 ] || set -- 1000000
 bench_db
 corpus="$ROOT/../shared/data/zh_short.jsonl.gz"
 layouts=${LAYOUTS:-4x16 2x32}
+ks=${KS:-3 7 11}
 
 psql_db >/dev/null <<'SQL'
 CREATE OR REPLACE FUNCTION bench_latency(query text, qs simhash64[], k int, reps int DEFAULT 1)
@@ -66,7 +67,7 @@ BEGIN
         SELECT total + coalesce(sum((n->>'Actual Rows')::float8 + coalesce((n->>'Rows Removed by Filter')::float8, 0)
                                     + coalesce((n->>'Rows Removed by Index Recheck')::float8, 0)), 0)
         INTO total
-        FROM json_path_query(plan::jsonb, 'strict $.**') n
+        FROM jsonb_path_query(plan::jsonb, 'strict $.**') n
         WHERE jsonb_typeof(n) = 'object' AND n->>'Node Type' IN ('Bitmap Heap Scan', 'Seq Scan');
     END LOOP;
     RETURN total / cardinality(qs);
@@ -110,7 +111,7 @@ SQL
     index_sql='SELECT id FROM docs WHERE fp <~> $1 <= $2'
     diy_sql='SELECT id FROM diy WHERE (((fp >> 48) & 65535) = ((($1::bigint) >> 48) & 65535) OR ((fp >> 32) & 65535) = ((($1::bigint) >> 32) & 65535) OR ((fp >> 16) & 65535) = ((($1::bigint) >> 16) & 65535) OR (fp & 65535) = (($1::bigint) & 65535)) AND bit_count((fp # $1::bigint)::bit(64)) <= $2'
     log "scan baseline"
-    for k in 3 7 11; do
+    for k in $ks; do
         scan=$(psql_db -c "SET enable_bitmapscan = off" -c "SET enable_indexscan = off" \
                -c "SELECT round(p50::numeric, 1) || ' ' || found FROM bench_latency('$index_sql', $few, $k)")
         echo "$k $scan" >> "$ROOT/target/band_index.scan"
@@ -127,7 +128,7 @@ SQL
                                    round(pg_relation_size('docs') / 1e6 / ($rows / 1e6), 1)
                             FROM simhash_band_indexes('docs', 'fp')")
         psql_db -c "EXPLAIN (COSTS OFF) SELECT id FROM docs WHERE fp <~> (SELECT q FROM queries LIMIT 1) <= 3" | head -4
-        for k in 3 7 11; do
+        for k in $ks; do
             idx=$(psql_db -c "SELECT round(p50::numeric, 3) || ' ' || round(p99::numeric, 3) || ' ' || found FROM bench_latency('$index_sql', $qs, $k)")
             rechecks=$(psql_db -c "SELECT round(bench_rechecks('$index_sql', $few, $k)::numeric)")
             read -r sp50 sfound < <(grep "^$k " "$ROOT/target/band_index.scan" | cut -d' ' -f2-)

@@ -9,6 +9,11 @@ N / 65,536 rows; real ones are skewed (texts that share a template share
 bands). Prints, for every row taken as the query: the candidates of its
 probe (other rows only) at p50, p99 and max, against the uniform
 expectation, and per band the largest bucket and the distinct values.
+
+Then the same for the 2 x 32 layout (simhash_core::layout): a k <= 3 probe
+reads, in each 32-bit half's index, the rows whose half equals the query's
+or differs from it in one bit (33 keys per half); uniform expectation
+66 N / 2^32.
 """
 
 import sys
@@ -48,6 +53,29 @@ def main() -> None:
         print(
             f"  band {b}: {len(counter)} distinct values, largest bucket {size} rows "
             f"(value {value:04x}, {100 * size / n:.2f}% of rows)"
+        )
+
+    halves = [Counter((fp >> (32 - 32 * h)) & 0xFFFFFFFF for fp in fps) for h in range(2)]
+
+    def half_candidates(fp: int) -> int:
+        total = 0
+        for h in range(2):
+            key = (fp >> (32 - 32 * h)) & 0xFFFFFFFF
+            counter = halves[h]
+            total += counter[key] + sum(counter.get(key ^ (1 << bit), 0) for bit in range(32))
+        return total - 2  # the query's own row, once per half
+
+    candidates = sorted(half_candidates(fp) for fp in fps)
+    uniform = 66 * (n - 1) / 2**32
+    print(
+        f"  2x32: k<=3 probe candidates p50 {pct(0.5)}, p99 {pct(0.99)}, max {candidates[-1]}, "
+        f"mean {sum(candidates) / n:.2f} (uniform random: mean {uniform:.4f})"
+    )
+    for h, counter in enumerate(halves):
+        value, size = counter.most_common(1)[0]
+        print(
+            f"  half {h}: {len(counter)} distinct values, largest bucket {size} rows "
+            f"(value {value:08x}, {100 * size / n:.2f}% of rows)"
         )
 
 

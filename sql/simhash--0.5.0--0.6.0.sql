@@ -153,7 +153,8 @@ $$;
 -- for each part that has no usable index, then DROP INDEX for the band
 -- indexes of other layouts and for invalid ones (a failed concurrent
 -- build leaves one). layout: 'auto' (simhash_layout_for the table's rows:
--- its statistics, or a count where it was never analyzed), '4x16', '2x32'
+-- its statistics, or a count where it was never analyzed; on Citus, a
+-- count divided by the shards), '4x16', '2x32'
 -- or '4x16+2x32'. The 16-bit bands are kept, with a NOTICE, while a
 -- near-unique guard of the column needs them (k above 7). With
 -- concurrently (the default) the statements are CREATE INDEX CONCURRENTLY
@@ -177,6 +178,7 @@ DECLARE
     remote regclass;
     n_rows double precision;
     unanalyzed boolean;
+    shards bigint := 0;
     wanted text[];
     kept text[] := '{}';
     taken text[] := '{}';
@@ -227,9 +229,17 @@ BEGIN
         FROM pg_class cl
         WHERE (cl.oid = tbl AND cl.relkind <> 'p')
            OR cl.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt WHERE pt.isleaf);
-        IF unanalyzed THEN
+        -- A Citus table: the coordinator's statistics say nothing of the
+        -- shards, so count; each shard is indexed and probed on its own,
+        -- so its size is what counts.
+        IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+            EXECUTE 'SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = $1'
+                INTO shards USING tbl;
+        END IF;
+        IF unanalyzed OR shards > 0 THEN
             EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
         END IF;
+        n_rows := n_rows / greatest(shards, 1);
         wanted := ARRAY[@extschema@.simhash_layout_for(coalesce(n_rows, 0))];
     ELSE
         wanted := string_to_array(layout, '+');

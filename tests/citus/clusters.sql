@@ -51,6 +51,25 @@ SELECT expect('simhash_drop_bands and simhash_add_bands on a distributed table',
     (SELECT count(*) FROM simhash_drop_bands('docs', 'fp')) = 4
     AND (SELECT count(*) FROM simhash_add_bands('docs', 'fp')) = 4
     AND plan_of($$SELECT id FROM docs WHERE fp <~> '0123456789abcdef' <= 3$$) ~ 'Index Scan on docs_fp_band0');
+-- The halves: the shards' planners read them from the shards' indexes
+-- (a shard this small is scanned unless scans are off on the workers too).
+-- (Separate statements: a STABLE function sees the statement's snapshot.)
+SELECT expect('the 2x32 layout on a distributed table',
+    (SELECT count(*) FROM simhash_add_bands('docs', 'fp', '2x32')) = 2);
+SELECT expect('the coordinator reads the layout', simhash_band_layouts('docs', 'fp') = '{2x32}');
+BEGIN;
+SET LOCAL citus.propagate_set_commands = 'local';
+SET LOCAL enable_seqscan = off;
+SELECT expect('the shards probe the halves',
+    plan_of($$SELECT id FROM docs WHERE fp <~> '0123456789abcdef' <= 3$$) ~ 'Bitmap Index Scan on docs_fp_band32_0');
+COMMIT;
+SELECT expect('the 2x32 layout on a distributed table: exact, and moved back',
+    (SELECT array_agg(id ORDER BY id) FROM docs WHERE fp <~> (SELECT fp FROM queries WHERE qid = 3) <= 3)
+        = (SELECT array_agg(id ORDER BY id) FROM oracle WHERE qid = 3 AND dist <= 3)
+    AND (SELECT array_agg(id ORDER BY id) FROM docs WHERE fp <~> (SELECT fp FROM queries WHERE qid = 3) <= 7)
+        = (SELECT array_agg(id ORDER BY id) FROM oracle WHERE qid = 3 AND dist <= 7)
+    AND (SELECT count(*) FROM simhash_add_bands('docs', 'fp', '4x16')) = 4);
+SELECT expect('moved back to 4x16', simhash_band_layouts('docs', 'fp') = '{4x16}');
 SELECT expect('simhash_add_bands on a reference table',
     (SELECT count(*) FROM simhash_add_bands('queries_ref', 'fp')) = 4);
 SELECT expect('simhash_clusters on a reference table',
