@@ -310,6 +310,27 @@ CREATE FUNCTION simhash_layout_for(rows double precision) RETURNS text
     AS 'MODULE_PATHNAME', 'simhash_layout_for_fn_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+-- About how many rows a table has: its statistics (reltuples, summed over
+-- the leaf partitions), or a count(*) where it was never analyzed.
+CREATE FUNCTION simhash_table_rows(tbl regclass) RETURNS double precision
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n_rows double precision;
+    unanalyzed boolean;
+BEGIN
+    SELECT sum(greatest(cl.reltuples, 0)), bool_or(cl.reltuples < 0) INTO n_rows, unanalyzed
+    FROM pg_class cl
+    WHERE (cl.oid = tbl AND cl.relkind <> 'p')
+       OR cl.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt WHERE pt.isleaf);
+    IF unanalyzed THEN
+        EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
+    END IF;
+    RETURN coalesce(n_rows, 0);
+END
+$$;
+
 -- Every index of the table whose one key is a band of the column: its
 -- layout and part, whether it is valid (a failed concurrent build leaves
 -- an invalid one), and whether the planner and the guard use it (valid,
@@ -373,7 +394,6 @@ DECLARE
     col_type oid;
     remote regclass;
     n_rows double precision;
-    unanalyzed boolean;
     shards bigint := 0;
     wanted text[];
     kept text[] := '{}';
@@ -421,10 +441,6 @@ BEGIN
             USING ERRCODE = '42804';
     END IF;
     IF layout = 'auto' THEN
-        SELECT sum(greatest(cl.reltuples, 0)), bool_or(cl.reltuples < 0) INTO n_rows, unanalyzed
-        FROM pg_class cl
-        WHERE (cl.oid = tbl AND cl.relkind <> 'p')
-           OR cl.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt WHERE pt.isleaf);
         -- A Citus table: the coordinator's statistics say nothing of the
         -- shards, so count; each shard is indexed and probed on its own,
         -- so its size is what counts.
@@ -432,10 +448,12 @@ BEGIN
             EXECUTE 'SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = $1'
                 INTO shards USING tbl;
         END IF;
-        IF unanalyzed OR shards > 0 THEN
+        IF shards > 0 THEN
             EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
+            n_rows := n_rows / shards;
+        ELSE
+            n_rows := @extschema@.simhash_table_rows(tbl);
         END IF;
-        n_rows := n_rows / greatest(shards, 1);
         wanted := ARRAY[@extschema@.simhash_layout_for(coalesce(n_rows, 0))];
     ELSE
         wanted := string_to_array(layout, '+');
@@ -695,8 +713,8 @@ $$;
 -- Every row's key with its cluster's smallest key; rows with a NULL key
 -- or fingerprint are left out, and so are rows alone in their cluster when
 -- singletons is false. Progress is reported as a NOTICE every 5 seconds; a
--- cancel stops it at once and leaves nothing behind. Memory: about 40
--- bytes per row, held by the backend until the call returns.
+-- cancel stops it at once and leaves nothing behind. Memory: see
+-- simhash_clusters below.
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION simhash_clusters_query(query text, k integer, singletons boolean)
@@ -726,8 +744,12 @@ CREATE FUNCTION simhash_join_links(query text)
 -- On a hash-distributed Citus table the work runs on the workers through
 -- an unlogged distributed work table, simhash_buckets_<pid>_<n>, made in
 -- the table's schema (so the caller needs CREATE there) and dropped at the
--- end; every other table is read by one backend, as simhash_clusters_query
--- does. The same clusters either way.
+-- end. Every other table is read by one backend: in memory, as
+-- simhash_clusters_query does, when about 75 bytes a row fit in the
+-- setting simhash.cluster_memory (default 1GB); else by the same buckets
+-- grouped in one query, which PostgreSQL sorts or hashes within work_mem,
+-- spilling to disk, and which holds in memory only one bucket at a time
+-- and the links of rows that have a neighbour. The same clusters every way.
 CREATE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
                                  key_col name DEFAULT 'id', singletons boolean DEFAULT true)
     RETURNS TABLE (id bigint, cluster bigint)
@@ -738,6 +760,7 @@ DECLARE
     distributed boolean := false;
     work text;
     links text;
+    cap double precision;
 BEGIN
     -- k out of range: the same 22023 on both paths, before any work.
     PERFORM @extschema@.simhash_bucket_keys(0::bigint::@extschema@.simhash64, k);
@@ -748,35 +771,50 @@ BEGIN
             INTO distributed USING tbl;
     END IF;
     IF NOT distributed THEN
-        RETURN QUERY SELECT c.id, c.cluster FROM @extschema@.simhash_clusters_query(
-            pg_catalog.format('SELECT %I::bigint, %I::bigint FROM %s WHERE %I IS NOT NULL', key_col, fp_col, tbl, fp_col),
-            k, singletons) c;
-        RETURN;
+        -- In memory (about 75 bytes a row) when that fits in
+        -- simhash.cluster_memory (default 1GB); else by buckets, whose
+        -- grouping PostgreSQL spills to disk past work_mem.
+        cap := pg_catalog.pg_size_bytes(COALESCE(NULLIF(pg_catalog.current_setting('simhash.cluster_memory', true), ''), '1GB'));
+        IF @extschema@.simhash_table_rows(tbl) OPERATOR(pg_catalog.*) 75 OPERATOR(pg_catalog.<=) cap THEN
+            RETURN QUERY SELECT c.id, c.cluster FROM @extschema@.simhash_clusters_query(
+                pg_catalog.format('SELECT %I::bigint, %I::bigint FROM %s WHERE %I IS NOT NULL', key_col, fp_col, tbl, fp_col),
+                k, singletons) c;
+            RETURN;
+        END IF;
+        links := pg_catalog.format(
+            'SELECT l.id, l.cluster
+               FROM (SELECT pg_catalog.array_agg(w.id) AS ids, pg_catalog.array_agg(w.fp) AS fps
+                       FROM (SELECT b, t.%I::bigint AS id, t.%I::bigint AS fp
+                               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) b
+                              WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL) w
+                      GROUP BY w.b HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
+                    LATERAL @extschema@.simhash_bucket_links(g.ids, g.fps, %s) l',
+            key_col, fp_col, tbl, fp_col, k, fp_col, key_col, k);
+    ELSE
+        SELECT pg_catalog.format('%I.%I', n.nspname,
+                   'simhash_buckets_' OPERATOR(pg_catalog.||) pg_catalog.pg_backend_pid()
+                   OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) (pg_catalog.random() OPERATOR(pg_catalog.*) 1e9)::bigint)
+          INTO work
+          FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+         WHERE c.oid OPERATOR(pg_catalog.=) tbl;
+        EXECUTE pg_catalog.format('CREATE UNLOGGED TABLE %s (bucket bigint, id bigint, fp bigint)', work);
+        EXECUTE pg_catalog.format('SELECT pg_catalog.create_distributed_table(%L, ''bucket'', colocate_with => ''none'')', work);
+        -- Worker to worker: Citus repartitions the rows by bucket.
+        EXECUTE pg_catalog.format(
+            'INSERT INTO %s (bucket, id, fp)
+             SELECT b, t.%I::bigint, t.%I::bigint
+               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) b
+              WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL',
+            work, key_col, fp_col, tbl, fp_col, k, fp_col, key_col);
+        -- Grouped by the work table's distribution column: each worker
+        -- clusters its buckets and returns their links.
+        links := pg_catalog.format(
+            'SELECT l.id, l.cluster
+               FROM (SELECT pg_catalog.array_agg(w.id) AS ids, pg_catalog.array_agg(w.fp) AS fps
+                       FROM %s w GROUP BY w.bucket HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
+                    LATERAL @extschema@.simhash_bucket_links(g.ids, g.fps, %s) l',
+            work, k);
     END IF;
-
-    SELECT pg_catalog.format('%I.%I', n.nspname,
-               'simhash_buckets_' OPERATOR(pg_catalog.||) pg_catalog.pg_backend_pid()
-               OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) (pg_catalog.random() OPERATOR(pg_catalog.*) 1e9)::bigint)
-      INTO work
-      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-     WHERE c.oid OPERATOR(pg_catalog.=) tbl;
-    EXECUTE pg_catalog.format('CREATE UNLOGGED TABLE %s (bucket bigint, id bigint, fp bigint)', work);
-    EXECUTE pg_catalog.format('SELECT pg_catalog.create_distributed_table(%L, ''bucket'', colocate_with => ''none'')', work);
-    -- Worker to worker: Citus repartitions the rows by bucket.
-    EXECUTE pg_catalog.format(
-        'INSERT INTO %s (bucket, id, fp)
-         SELECT b, t.%I::bigint, t.%I::bigint
-           FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) b
-          WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL',
-        work, key_col, fp_col, tbl, fp_col, k, fp_col, key_col);
-    -- Grouped by the work table's distribution column: each worker
-    -- clusters its buckets and returns their links.
-    links := pg_catalog.format(
-        'SELECT l.id, l.cluster
-           FROM (SELECT pg_catalog.array_agg(w.id) AS ids, pg_catalog.array_agg(w.fp) AS fps
-                   FROM %s w GROUP BY w.bucket HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
-                LATERAL @extschema@.simhash_bucket_links(g.ids, g.fps, %s) l',
-        work, k);
     IF singletons THEN
         RETURN QUERY EXECUTE pg_catalog.format(
             'WITH c AS MATERIALIZED (SELECT j.id, j.cluster FROM @extschema@.simhash_join_links(%L) j)
@@ -787,6 +825,8 @@ BEGIN
     ELSE
         RETURN QUERY SELECT j.id, j.cluster FROM @extschema@.simhash_join_links(links) j;
     END IF;
-    EXECUTE pg_catalog.format('DROP TABLE %s', work);
+    IF work IS NOT NULL THEN
+        EXECUTE pg_catalog.format('DROP TABLE %s', work);
+    END IF;
 END
 $$;

@@ -2,6 +2,7 @@
 -- returns exactly what a scan returns, for every k it serves, on skewed
 -- fingerprints too; beyond that, a scan. The planner and the guard read
 -- the layout from the index definitions.
+\set SHOW_CONTEXT never
 
 -- The keys and their neighbours.
 SELECT simhash_band32('0123456789abcdef', 0) = x'01234567'::bigint AS half0,

@@ -35,6 +35,22 @@ WHERE got.cluster IS DISTINCT FROM want.cluster
 $$;
 SELECT k, disagreements(k), (SELECT count(DISTINCT cluster) FROM simhash_clusters('items', 'fp', k)) AS clusters
 FROM generate_series(0, 11) k;
+-- Past simhash.cluster_memory (about 75 bytes a row), the buckets grouped
+-- in one query: the same components at every k, with and without
+-- singletons; and the in-memory path is not taken.
+BEGIN;
+SET LOCAL simhash.cluster_memory = '1kB';
+SET LOCAL track_functions = 'all';
+SELECT k, disagreements(k) FROM generate_series(0, 11) k;
+SELECT count(*) FROM simhash_clusters('items', 'fp', 3, 'id', false);
+SELECT cluster, array_agg(id ORDER BY id) FROM simhash_clusters('items', 'fp', 0, 'id', false) GROUP BY cluster;
+SELECT pg_stat_get_xact_function_calls('simhash_bucket_links(bigint[],bigint[],integer)'::regprocedure) > 0 AS by_buckets,
+       pg_stat_get_xact_function_calls('simhash_clusters_query(text,integer,boolean)'::regprocedure) IS NULL AS not_in_memory;
+COMMIT;
+BEGIN;
+SET LOCAL simhash.cluster_memory = 'lots';
+SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', 3)$$);
+COMMIT;
 DROP FUNCTION disagreements(int);
 -- Flag the copies (the README's statement), then keep one row (the lowest
 -- id) per cluster and delete the rest.
