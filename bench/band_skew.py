@@ -20,6 +20,16 @@ import sys
 from collections import Counter
 
 
+def largest_buckets(label: str, counters: list, digits: int, n: int) -> None:
+    """Per part: its distinct keys and its largest bucket."""
+    for part, counter in enumerate(counters):
+        value, size = counter.most_common(1)[0]
+        print(
+            f"  {label} {part}: {len(counter)} distinct values, largest bucket {size} rows "
+            f"(value {value:0{digits}x}, {100 * size / n:.2f}% of rows)"
+        )
+
+
 def main() -> None:
     name = sys.argv[1]
     fps = []
@@ -48,12 +58,7 @@ def main() -> None:
         f"k<=3 probe candidates p50 {pct(0.5)}, p99 {pct(0.99)}, max {candidates[-1]}, "
         f"mean {sum(candidates) / n:.2f} (uniform random: mean {uniform:.2f})"
     )
-    for b, counter in enumerate(bands):
-        value, size = counter.most_common(1)[0]
-        print(
-            f"  band {b}: {len(counter)} distinct values, largest bucket {size} rows "
-            f"(value {value:04x}, {100 * size / n:.2f}% of rows)"
-        )
+    largest_buckets("band", bands, 4, n)
 
     halves = [Counter((fp >> (32 - 32 * h)) & 0xFFFFFFFF for fp in fps) for h in range(2)]
     by_half = [{} for _ in range(2)]
@@ -85,12 +90,7 @@ def main() -> None:
         f"mean {total / n:.2f} (uniform random: mean {uniform:.4f}); "
         f"{100 * hits / max(total, 1):.0f}% of them within 3"
     )
-    for h, counter in enumerate(halves):
-        value, size = counter.most_common(1)[0]
-        print(
-            f"  half {h}: {len(counter)} distinct values, largest bucket {size} rows "
-            f"(value {value:08x}, {100 * size / n:.2f}% of rows)"
-        )
+    largest_buckets("half", halves, 8, n)
 
 
 if __name__ == "__main__":
