@@ -478,7 +478,7 @@ BEGIN
     IF $4 AND kind = 'p' THEN
         RAISE EXCEPTION 'cannot build or drop band indexes of partitioned table % concurrently', tbl
             USING ERRCODE = '0A000',
-                  HINT = 'Use concurrently => false (which locks the table against writes while the indexes build), or run the commands on each partition.';
+                  HINT = 'Use concurrently => false (which holds off writes while the indexes build); or make each index on the table with CREATE INDEX ... ON ONLY, build it on each partition CONCURRENTLY and ALTER INDEX ... ATTACH PARTITION it: the table''s index, valid once every partition''s is attached, is what queries on the table read the layout from.';
     END IF;
     FOREACH l IN ARRAY wanted LOOP
         fn := CASE l WHEN '4x16' THEN 'simhash_band' ELSE 'simhash_band32' END;
