@@ -101,9 +101,10 @@ CREATE FUNCTION simhash_band32(simhash64, integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'simhash_band32_n_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
 
--- Every value half n of a fingerprint within distance k of fp can take:
--- empty for a negative k; NULL for a half that does not exist or a k above
--- 7 (the halves are not probed for it).
+-- The values half n is probed with for distance k: every value within the
+-- half's radius of fp's half (floor(k/2); one less for half 1 when k is
+-- even); empty for a negative k or a half the probe skips; NULL for a half
+-- that does not exist or a k above 7 (the halves are not probed for it).
 CREATE FUNCTION simhash_band32_neighbors(simhash64, integer, integer) RETURNS bigint[]
     AS 'MODULE_PATHNAME', 'simhash_band32_neighbors_fn_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;

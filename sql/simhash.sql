@@ -239,8 +239,11 @@ CREATE FUNCTION simhash_band(simhash64, integer) RETURNS integer
 -- into simhash_within at parse time (see the README).
 ---------------------------------------------------------------------------
 
--- Every value band n of a fingerprint within distance k of fp can take:
--- empty for a negative k, NULL for a band that does not exist.
+-- The values band n is probed with for distance k: every value within the
+-- band's radius of fp's band (floor(k/4) for the first k mod 4 + 1 bands,
+-- one less for the others, as the pigeonhole rule allows); empty for a
+-- negative k or a band the probe skips, NULL for a band that does not
+-- exist.
 CREATE FUNCTION simhash_band_neighbors(simhash64, integer, integer) RETURNS integer[]
     AS 'MODULE_PATHNAME', 'simhash_band_neighbors_fn_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
@@ -297,9 +300,10 @@ CREATE FUNCTION simhash_band32(simhash64, integer) RETURNS bigint
     AS 'MODULE_PATHNAME', 'simhash_band32_n_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
 
--- Every value half n of a fingerprint within distance k of fp can take:
--- empty for a negative k; NULL for a half that does not exist or a k above
--- 7 (the halves are not probed for it).
+-- The values half n is probed with for distance k: every value within the
+-- half's radius of fp's half (floor(k/2); one less for half 1 when k is
+-- even); empty for a negative k or a half the probe skips; NULL for a half
+-- that does not exist or a k above 7 (the halves are not probed for it).
 CREATE FUNCTION simhash_band32_neighbors(simhash64, integer, integer) RETURNS bigint[]
     AS 'MODULE_PATHNAME', 'simhash_band32_neighbors_fn_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;

@@ -47,8 +47,7 @@ use pgrx::pg_sys::{self, Node, NodeTag, Oid};
 use pgrx::prelude::*;
 use pgrx::{is_a, PgList};
 use simhash_core::probe::{
-    at_most_decimal, at_most_float, at_most_int, band_neighbors, probe_radius, EVERY_DISTANCE,
-    MAX_PROBED_K,
+    at_most_decimal, at_most_float, at_most_int, band_neighbors, EVERY_DISTANCE, MAX_PROBED_K,
 };
 
 use crate::layout::{band_indexes, KeyFunctions};
@@ -80,18 +79,23 @@ fn simhash_within_fn(a: i64, b: i64, k: i32) -> bool {
     k >= 0 && simhash_core::hamming(a as u64, b as u64) <= k as u32
 }
 
-/// `simhash_band_neighbors(fp, n, k)`: every value band `n` of a fingerprint
-/// within distance `k` of `fp` can have, as an int array: empty for a
-/// negative `k`, NULL for a band that does not exist. Raises no error (it
-/// is LEAKPROOF).
+/// `simhash_band_neighbors(fp, n, k)`: the values band `n` is probed with
+/// for distance `k`: every value within the band's radius for `k` of
+/// `fp`'s band (`simhash_core::layout::Layout::radius_of`; for any `k`, up
+/// to all 65,536 values), as an int array: empty for a negative `k` or a
+/// band the probe for `k` skips, NULL for a band that does not exist.
+/// Raises no error (it is LEAKPROOF).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_band_neighbors_fn(fp: i64, n: i32, k: i32) -> Option<Vec<i32>> {
     let band = simhash_core::band(fp as u64, i64::from(n))?;
     if k < 0 {
         return Some(Vec::new());
     }
+    let Some(radius) = Layout::Bands16.radius_of(k as u32, n as u32) else {
+        return Some(Vec::new());
+    };
     Some(
-        band_neighbors(band, probe_radius(k as u32))
+        band_neighbors(band, radius)
             .into_iter()
             .map(i32::from)
             .collect(),
@@ -284,9 +288,16 @@ unsafe fn simplify(
         let key_fn = f.keys.of(layout);
         let mut arms = PgList::<Node>::new();
         for n in 0..layout.parts() as i32 {
+            // A part the probe for a known k skips (see
+            // `simhash_core::layout`): no arm. With k known only at run
+            // time every band has one, and its list is empty if skipped.
+            let radius = k_const.map(|v| layout.radius_of(v as u32, n as u32));
+            if radius == Some(None) {
+                continue;
+            }
             let key_a = call(key_fn, key_type, &[copy(a), int4_const(n)]);
-            let arm = match k_const {
-                Some(v) if layout.radius(v as u32) == 0 => op(
+            let arm = match radius {
+                Some(Some(0)) => op(
                     equality(layout).0,
                     pg_sys::BOOLOID,
                     key_a,
@@ -300,7 +311,11 @@ unsafe fn simplify(
             };
             arms.push(arm);
         }
-        conditions.push(pg_sys::make_orclause(arms.into_pg()).cast());
+        conditions.push(if arms.len() == 1 {
+            arms.get_ptr(0)?
+        } else {
+            pg_sys::make_orclause(arms.into_pg()).cast()
+        });
     }
     if conditions.len() == 1 {
         return None;

@@ -141,7 +141,7 @@ mod tests {
                 let a = rng.next();
                 let b = flip(a, (rng.next() % u64::from(k + 1)) as u32, &mut rng);
                 let probes = layout.probe(a, k).unwrap();
-                assert_eq!(probes.len(), layout.parts() as usize);
+                assert!(!probes.is_empty() && probes.len() <= layout.parts() as usize);
                 let hit = probes
                     .iter()
                     .any(|(n, values)| values.contains(&layout.key(b, i64::from(*n)).unwrap()));

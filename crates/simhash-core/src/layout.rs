@@ -6,7 +6,14 @@
 //! some part differs in at most `floor(k / parts)` of them (the pigeonhole
 //! principle): probing every part's index with every key within that
 //! radius of the query's key finds every match, and the exact distance
-//! removes the rest.
+//! removes the rest. Finer (Norouzi, Punjani and Fleet's multi-index
+//! hashing): with `q = floor(k / parts)` and `r = k mod parts`, either one
+//! of the first `r + 1` parts differs in at most `q` bits or one of the
+//! others in at most `q - 1` (else the parts would differ in at least
+//! `(r + 1)(q + 1) + (parts - r - 1) q = k + 1` bits), so the later parts
+//! are probed with a radius one smaller, and not at all when that is
+//! negative ([`Layout::radius_of`]). `k = 4` on the bands looks up 20
+//! keys instead of 68; `k = 3`, 7 and 11 (`r = parts - 1`) are unchanged.
 //!
 //! - [`Layout::Bands16`], four 16-bit bands: one key per band for
 //!   `k <= 3`, 17 for `k <= 7`, 137 for `k <= 11`. Each key holds about
@@ -103,15 +110,28 @@ impl Layout {
         Some((fp >> shift) & ((1u64 << width) - 1))
     }
 
-    /// How many bits a part may differ in for fingerprints within `k`.
+    /// The largest radius a probe for `k` uses (that of part 0).
     pub fn radius(self, k: u32) -> u32 {
         (k / self.parts()).min(self.width())
     }
 
-    /// How many keys a probe for `k` looks up in each part: the sum of
-    /// `C(width, i)` for `i` up to the radius.
-    pub fn keys_per_part(self, k: u32) -> u64 {
-        let (width, radius) = (u64::from(self.width()), u64::from(self.radius(k)));
+    /// The radius part `n` is probed with for `k`: `floor(k / parts)` for
+    /// the first `k mod parts + 1` parts, one less for the others, and
+    /// `None` for a part that need not be probed (see the module comment).
+    /// For any `k`, served or not.
+    pub fn radius_of(self, k: u32, n: u32) -> Option<u32> {
+        let (q, r) = (k / self.parts(), k % self.parts());
+        let radius = if n <= r { q } else { q.checked_sub(1)? };
+        Some(radius.min(self.width()))
+    }
+
+    /// How many keys a probe for `k` looks up in part `n`: the sum of
+    /// `C(width, i)` for `i` up to its radius (0 for a part not probed).
+    pub fn keys_of(self, k: u32, n: u32) -> u64 {
+        let Some(radius) = self.radius_of(k, n) else {
+            return 0;
+        };
+        let (width, radius) = (u64::from(self.width()), u64::from(radius));
         let mut total = 0u64;
         let mut c = 1u64; // C(width, 0)
         for i in 0..=radius {
@@ -121,24 +141,29 @@ impl Layout {
         total
     }
 
-    /// Every key within the radius for `k` of key `n` of `fp`, ascending,
-    /// or `None` when the layout has no part `n` or does not serve `k`
-    /// (the list would be too long to be worth probing).
+    /// Every key part `n` is probed with for `k` (within its radius of
+    /// the query's key), ascending: empty for a part not probed; `None`
+    /// when the layout has no part `n` or does not serve `k` (the list
+    /// would be too long to be worth probing).
     pub fn neighbors(self, fp: u64, n: i64, k: u32) -> Option<Vec<u64>> {
         let key = self.key(fp, n)?;
         if !self.serves(k) {
             return None;
         }
-        let mut out = Vec::with_capacity(self.keys_per_part(k) as usize);
-        flips(key, 0, self.width(), self.radius(k), &mut out);
+        let Some(radius) = self.radius_of(k, n as u32) else {
+            return Some(Vec::new());
+        };
+        let mut out = Vec::with_capacity(self.keys_of(k, n as u32) as usize);
+        flips(key, 0, self.width(), radius, &mut out);
         out.sort_unstable();
         Some(out)
     }
 
-    /// The keys of every part a probe for `k` looks up, part by part, or
-    /// `None` when the layout does not serve `k`.
+    /// The keys a probe for `k` looks up, part by part (the parts probed
+    /// only), or `None` when the layout does not serve `k`.
     pub fn probe(self, fp: u64, k: u32) -> Option<Vec<(u32, Vec<u64>)>> {
         (0..self.parts())
+            .filter(|&n| self.radius_of(k, n).is_some())
             .map(|n| Some((n, self.neighbors(fp, i64::from(n), k)?)))
             .collect()
     }
@@ -194,25 +219,42 @@ mod tests {
     #[test]
     fn probe_sizes_match_the_design() {
         let h = Layout::Halves32;
+        // Keys per half for k = 0..7: the first half with floor(k / 2),
+        // the second with one less when k is even.
         assert_eq!(
-            [0, 1, 2, 3, 4, 5, 6, 7].map(|k| h.keys_per_part(k)),
-            [1, 1, 33, 33, 529, 529, 5489, 5489]
+            [0, 1, 2, 3, 4, 5, 6, 7].map(|k| [h.keys_of(k, 0), h.keys_of(k, 1)]),
+            [
+                [1, 0],
+                [1, 1],
+                [33, 1],
+                [33, 33],
+                [529, 33],
+                [529, 529],
+                [5489, 529],
+                [5489, 5489]
+            ]
         );
+        let b = Layout::Bands16;
         assert_eq!(
-            [3, 7, 11].map(|k| Layout::Bands16.keys_per_part(k)),
-            [1, 17, 137]
+            [1, 3, 4, 7, 8, 11].map(|k| (0..4).map(|n| b.keys_of(k, n)).sum::<u64>()),
+            [2, 4, 20, 68, 188, 548]
         );
         assert!(h.serves(7) && !h.serves(8));
         assert_eq!(h.neighbors(0, 0, 8), None);
         assert_eq!(h.probe(0, 8), None);
         let fp = 0xdead_beef_0bad_f00d;
-        for k in 0..=7 {
-            let probe = h.probe(fp, k).unwrap();
-            assert_eq!(probe.len(), 2);
-            for (_, keys) in probe {
-                assert_eq!(keys.len() as u64, h.keys_per_part(k));
-                assert!(keys.windows(2).all(|w| w[0] < w[1]));
-                assert!(keys.iter().all(|&v| v <= u64::from(u32::MAX)));
+        for layout in Layout::ALL {
+            for k in 0..=layout.max_k() {
+                let probe = layout.probe(fp, k).unwrap();
+                let probed = (0..layout.parts())
+                    .filter(|&n| layout.keys_of(k, n) > 0)
+                    .count();
+                assert_eq!(probe.len(), probed);
+                for (n, keys) in probe {
+                    assert_eq!(keys.len() as u64, layout.keys_of(k, n));
+                    assert!(keys.windows(2).all(|w| w[0] < w[1]));
+                    assert!(keys.iter().all(|&v| v < 1u64 << layout.width()));
+                }
             }
         }
     }
@@ -220,13 +262,51 @@ mod tests {
     #[test]
     fn neighbors_are_exactly_the_keys_within_the_radius() {
         let fp = 0x8000_0001_7fff_fffe;
-        for k in 0..=7 {
-            for n in 0..2 {
-                let key = Layout::Halves32.key(fp, n).unwrap();
-                let keys = Layout::Halves32.neighbors(fp, n, k).unwrap();
-                let radius = Layout::Halves32.radius(k);
-                assert!(keys.iter().all(|&v| (v ^ key).count_ones() <= radius));
-                assert!(keys.contains(&key));
+        for layout in Layout::ALL {
+            for k in 0..=layout.max_k() {
+                for n in 0..layout.parts() {
+                    let key = layout.key(fp, i64::from(n)).unwrap();
+                    let keys = layout.neighbors(fp, i64::from(n), k).unwrap();
+                    match layout.radius_of(k, n) {
+                        None => assert!(keys.is_empty()),
+                        Some(radius) => {
+                            assert!(keys.iter().all(|&v| (v ^ key).count_ones() <= radius));
+                            assert!(keys.contains(&key));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rule itself, for every way of spreading at most `k` differing
+    /// bits over the parts: some probed part differs within its radius.
+    #[test]
+    fn every_spread_of_k_bits_meets_a_probed_radius() {
+        for layout in Layout::ALL {
+            let m = layout.parts() as usize;
+            for k in 0..=layout.max_k() {
+                let mut spread = vec![0u32; m];
+                loop {
+                    if spread.iter().sum::<u32>() <= k {
+                        let met = (0..m).any(|n| {
+                            layout
+                                .radius_of(k, n as u32)
+                                .is_some_and(|r| spread[n] <= r)
+                        });
+                        assert!(met, "{layout:?} k={k} spread={spread:?}");
+                    }
+                    // Next spread, each part 0..=k (an odometer).
+                    let mut i = 0;
+                    while i < m && spread[i] == k {
+                        spread[i] = 0;
+                        i += 1;
+                    }
+                    if i == m {
+                        break;
+                    }
+                    spread[i] += 1;
+                }
             }
         }
     }
@@ -264,27 +344,44 @@ mod tests {
         }
     }
 
-    /// The radius is as small as it may be: one less misses a fingerprint
-    /// within `k` that spreads its differences evenly over the parts.
+    /// Each part's radius is as small as it may be: for every probed part
+    /// there is a fingerprint within `k` that only that part finds, at
+    /// exactly its radius (every other part differs by one more than its
+    /// own radius, or is not probed).
     #[test]
     fn a_smaller_radius_would_miss_some() {
         for layout in Layout::ALL {
-            for k in layout.parts()..=layout.max_k() {
-                let radius = layout.radius(k);
-                // `radius` differing bits in every part: parts * radius <= k
-                // bits in all, and no part within radius - 1.
-                let mut other = 0u64;
-                for n in 0..layout.parts() {
-                    for b in 0..radius {
-                        other |= 1 << (n * layout.width() + b);
+            let m = layout.parts();
+            for k in 0..=layout.max_k() {
+                for t in (0..m).filter(|&t| layout.radius_of(k, t).is_some()) {
+                    let spread: Vec<u32> = (0..m)
+                        .map(|n| match layout.radius_of(k, n) {
+                            Some(r) if n == t => r,
+                            Some(r) => r + 1,
+                            None => 0,
+                        })
+                        .collect();
+                    // (r + 1)(q + 1) + (m - r - 1) q - 1 = k bits in all.
+                    assert_eq!(spread.iter().sum::<u32>(), k, "{layout:?} k={k}");
+                    let mut other = 0u64;
+                    for (n, &d) in spread.iter().enumerate() {
+                        // Part 0 is the most significant.
+                        let low = (m - 1 - n as u32) * layout.width();
+                        for b in 0..d {
+                            other |= 1 << (low + b);
+                        }
                     }
+                    let probe = layout.probe(0, k).unwrap();
+                    let finders: Vec<u32> = probe
+                        .iter()
+                        .filter(|(n, keys)| {
+                            let key = layout.key(other, i64::from(*n)).unwrap();
+                            keys.binary_search(&key).is_ok()
+                        })
+                        .map(|(n, _)| *n)
+                        .collect();
+                    assert_eq!(finders, vec![t], "{layout:?} k={k} part {t}");
                 }
-                assert!(hamming(0, other) <= k);
-                let keys_with_less = |n: u32| {
-                    let key = layout.key(other, i64::from(n)).unwrap();
-                    key.count_ones() < radius
-                };
-                assert!((0..layout.parts()).all(|n| !keys_with_less(n)));
             }
         }
     }
