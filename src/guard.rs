@@ -48,7 +48,7 @@ use pgrx::prelude::*;
 use crate::errors;
 use crate::functions;
 use crate::layout::{band_indexes, KeyFunctions, PartIndex};
-use crate::nodes::lookup_function;
+use crate::nodes::{lookup_function, oid_list};
 use simhash_core::layout::Layout;
 
 /// `pg_locks.objsubid` of the guard's locks (advisory locks that
@@ -703,16 +703,6 @@ unsafe fn scope_of(relid: Oid, trigger: *mut pg_sys::Trigger) -> Oid {
         scope = ancestor;
     }
     scope
-}
-
-/// The OIDs of an OID list.
-pub unsafe fn oid_list(list: *mut pg_sys::List) -> Vec<Oid> {
-    if list.is_null() {
-        return Vec::new();
-    }
-    (0..(*list).length)
-        .map(|i| pg_sys::list_nth_oid(list, i))
-        .collect()
 }
 
 /// Whether `relid` has a trigger of the same name calling the same function.

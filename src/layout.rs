@@ -106,7 +106,7 @@ pub unsafe fn band_indexes(
 ) -> BandIndexes {
     let mut found = BandIndexes::default();
     let list = pg_sys::RelationGetIndexList(rel);
-    let oids = crate::guard::oid_list(list);
+    let oids = crate::nodes::oid_list(list);
     pg_sys::list_free(list);
     for index_oid in oids {
         if let Some((layout, n, equal)) = part_of_index(index_oid, fp_attno, functions) {

@@ -119,3 +119,16 @@ pub unsafe fn lookup_function(schema: Oid, name: &str, argtypes: &[Oid]) -> Opti
     );
     (oid != pg_sys::InvalidOid).then_some(oid)
 }
+
+/// The OIDs of an OID list.
+///
+/// # Safety
+/// `list` is NULL or a valid OID list.
+pub unsafe fn oid_list(list: *mut pg_sys::List) -> Vec<Oid> {
+    if list.is_null() {
+        return Vec::new();
+    }
+    (0..(*list).length)
+        .map(|i| pg_sys::list_nth_oid(list, i))
+        .collect()
+}

@@ -28,7 +28,7 @@
 //! [`choose`] picks one from a table's size; [`Layout::serves`] says which
 //! `k` a layout answers by probing (beyond it, a scan).
 
-use crate::probe::MAX_PROBED_K;
+use crate::probe::{ball, ball_size, MAX_PROBED_K};
 
 /// A split of the 64 bits into index keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -110,11 +110,6 @@ impl Layout {
         Some((fp >> shift) & ((1u64 << width) - 1))
     }
 
-    /// The largest radius a probe for `k` uses (that of part 0).
-    pub fn radius(self, k: u32) -> u32 {
-        (k / self.parts()).min(self.width())
-    }
-
     /// The radius part `n` is probed with for `k`: `floor(k / parts)` for
     /// the first `k mod parts + 1` parts, one less for the others, and
     /// `None` for a part that need not be probed (see the module comment).
@@ -128,17 +123,8 @@ impl Layout {
     /// How many keys a probe for `k` looks up in part `n`: the sum of
     /// `C(width, i)` for `i` up to its radius (0 for a part not probed).
     pub fn keys_of(self, k: u32, n: u32) -> u64 {
-        let Some(radius) = self.radius_of(k, n) else {
-            return 0;
-        };
-        let (width, radius) = (u64::from(self.width()), u64::from(radius));
-        let mut total = 0u64;
-        let mut c = 1u64; // C(width, 0)
-        for i in 0..=radius {
-            total += c;
-            c = c * (width - i) / (i + 1);
-        }
-        total
+        self.radius_of(k, n)
+            .map_or(0, |radius| ball_size(self.width(), radius))
     }
 
     /// Every key part `n` is probed with for `k` (within its radius of
@@ -153,10 +139,7 @@ impl Layout {
         let Some(radius) = self.radius_of(k, n as u32) else {
             return Some(Vec::new());
         };
-        let mut out = Vec::with_capacity(self.keys_of(k, n as u32) as usize);
-        flips(key, 0, self.width(), radius, &mut out);
-        out.sort_unstable();
-        Some(out)
+        Some(ball(key, self.width(), radius))
     }
 
     /// The keys a probe for `k` looks up, part by part (the parts probed
@@ -166,18 +149,6 @@ impl Layout {
             .filter(|&n| self.radius_of(k, n).is_some())
             .map(|n| Some((n, self.neighbors(fp, i64::from(n), k)?)))
             .collect()
-    }
-}
-
-/// Pushes `value` with every set of at most `left` of its bits `from` to
-/// `width - 1` flipped.
-fn flips(value: u64, from: u32, width: u32, left: u32, out: &mut Vec<u64>) {
-    out.push(value);
-    if left == 0 {
-        return;
-    }
-    for bit in from..width {
-        flips(value ^ (1 << bit), bit + 1, width, left - 1, out);
     }
 }
 

@@ -32,35 +32,51 @@ pub fn band_neighbors(band: u16, radius: u32) -> Vec<u16> {
     }
     // Flip every set of at most `radius` bits: 1, 17, 137 or 697 values,
     // where the pass over 65,536 took about 100 us per band.
-    let mut out = Vec::with_capacity(neighbor_count(radius));
-    flips(band, 0, radius, &mut out);
+    ball(u64::from(band), BAND_BITS, radius)
+        .into_iter()
+        .map(|v| v as u16)
+        .collect()
+}
+
+/// Every `width`-bit value within `radius` bits of `key` (whose bits above
+/// `width` are zero), ascending, by flipping every set of at most `radius`
+/// of its bits: [`ball_size`] values.
+pub fn ball(key: u64, width: u32, radius: u32) -> Vec<u64> {
+    let mut out = Vec::with_capacity(ball_size(width, radius) as usize);
+    flips(key, 0, width, radius.min(width), &mut out);
     out.sort_unstable();
     out
 }
 
-/// Pushes `value` with every set of at most `left` bits from bit `from` on
-/// flipped.
-fn flips(value: u16, from: u32, left: u32, out: &mut Vec<u16>) {
+/// Pushes `value` with every set of at most `left` of its bits `from` to
+/// `width - 1` flipped.
+fn flips(value: u64, from: u32, width: u32, left: u32, out: &mut Vec<u64>) {
     out.push(value);
     if left == 0 {
         return;
     }
-    for bit in from..BAND_BITS {
-        flips(value ^ (1 << bit), bit + 1, left - 1, out);
+    for bit in from..width {
+        flips(value ^ (1 << bit), bit + 1, width, left - 1, out);
     }
+}
+
+/// How many `width`-bit values lie within `radius` bits of one: the sum of
+/// `C(width, i)` for `i` up to `radius`.
+pub fn ball_size(width: u32, radius: u32) -> u64 {
+    let (width, radius) = (u64::from(width), u64::from(radius.min(width)));
+    let mut total = 0u64;
+    let mut c = 1u64; // C(width, 0)
+    for i in 0..=radius {
+        total += c;
+        c = c * (width - i) / (i + 1);
+    }
+    total
 }
 
 /// How many values [`band_neighbors`] gives for `radius`: the sum of
 /// `C(16, i)` for `i` up to `radius`.
 pub fn neighbor_count(radius: u32) -> usize {
-    let radius = radius.min(BAND_BITS) as usize;
-    let mut total = 0usize;
-    let mut c = 1usize; // C(16, 0)
-    for i in 0..=radius {
-        total += c;
-        c = c * (16 - i) / (i + 1);
-    }
-    total
+    ball_size(BAND_BITS, radius) as usize
 }
 
 /// The bound that matches no distance: `d <= -1` holds for none.
