@@ -213,6 +213,13 @@ DECLARE
     how text := CASE WHEN $4 THEN 'CONCURRENTLY ' ELSE '' END;  -- $4: concurrently, a keyword
     idx regclass;
 BEGIN
+    IF tbl IS NULL OR col IS NULL THEN
+        RAISE EXCEPTION 'the table and the column of band indexes must not be NULL'
+            USING ERRCODE = '22023';
+    END IF;
+    IF $4 IS NULL THEN
+        RAISE EXCEPTION 'concurrently must be true or false, not NULL' USING ERRCODE = '22023';
+    END IF;
     SELECT cl.relowner, cl.relnamespace, cl.relname, cl.relkind INTO owner, nsp, rel, kind
     FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN

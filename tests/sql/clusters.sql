@@ -93,4 +93,14 @@ SET statement_timeout = '200ms';
 SELECT count(*) FROM simhash_clusters('many', 'fp', 11);
 RESET statement_timeout;
 SELECT clock_timestamp() - :'t0'::timestamptz < interval '1 second' AS cancelled_promptly;
+-- The same by buckets (the error's context lines are the SPI query's).
+\set SHOW_CONTEXT never
+SET simhash.cluster_memory = '1kB';
+SELECT clock_timestamp() AS t0 \gset
+SET statement_timeout = '200ms';
+SELECT count(*) FROM simhash_clusters('many', 'fp', 11);
+RESET statement_timeout;
+RESET simhash.cluster_memory;
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '1 second' AS cancelled_promptly_by_buckets;
+\set SHOW_CONTEXT errors
 DROP TABLE items, many;

@@ -108,6 +108,15 @@ INSERT INTO sec_docs (id, body) VALUES (1, '国务院总理今天会见了来访
 SELECT simhash_skipped() AS skipped_after_report, simhash_skipped(true) AS reset;
 SELECT count(*) AS clustered FROM simhash_clusters('sec_docs', 'fp', 3);
 SELECT count(*) AS clustered_query FROM simhash_clusters_query('SELECT id, fp FROM sec_docs', 3, true);
+SELECT simhash_band_layouts('sec_docs', 'fp') AS layouts,
+       (SELECT count(*) FROM simhash_band_indexes('sec_docs', 'fp')) AS listed,
+       simhash_table_rows('sec_docs') >= 0 AS rows_known,
+       simhash_layout_for(1e9) AS layout_for_1e9,
+       cardinality(simhash_band32_neighbors('0123456789abcdef', 1, 3)) AS half_neighbors;
+SELECT count(*) AS commands FROM simhash_band_commands('sec_docs', 'fp', '2x32', false);
+SET simhash.cluster_memory = '1kB';
+SELECT count(*) AS clustered_by_buckets FROM simhash_clusters('sec_docs', 'fp', 3);
+RESET simhash.cluster_memory;
 SELECT count(*) AS dropped FROM simhash_drop_bands('sec_docs', 'fp');
 RESET search_path;
 
