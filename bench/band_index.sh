@@ -2,7 +2,8 @@
 # The band index against its baselines, in one run:
 #   index   `SELECT id FROM docs WHERE fp <~> q <= k` on a table with the
 #           band indexes of each layout in turn (simhash_add_bands with
-#           '4x16', then '2x32'; LAYOUTS="4x16 2x32" picks), k = 3, 7, 11,
+#           '4x16', then '2x32'; LAYOUTS="4x16c 2x32" picks among '4x16',
+#           '4x16c' and '2x32'), k = 3, 7, 11,
 #           with the heap rows each query rechecks (EXPLAIN ANALYZE's
 #           heap blocks and rows removed by the recheck, per query)
 #   scan    the same query with index and bitmap scans disabled
@@ -54,7 +55,8 @@ BEGIN
                  FROM unnest(ms) x;
 END $$;
 -- The heap rows a query fetched and checked, per query (mean): the rows
--- the bitmap heap scan returned plus those its filter removed.
+-- the bitmap heap scan (or the TID scan of the covering layout) returned
+-- plus those its filter removed.
 CREATE OR REPLACE FUNCTION bench_rechecks(query text, qs simhash64[], k int)
 RETURNS double precision LANGUAGE plpgsql AS $$
 DECLARE
@@ -68,7 +70,7 @@ BEGIN
                                     + coalesce((n->>'Rows Removed by Index Recheck')::float8, 0)), 0)
         INTO total
         FROM jsonb_path_query(plan::jsonb, 'strict $.**') n
-        WHERE jsonb_typeof(n) = 'object' AND n->>'Node Type' IN ('Bitmap Heap Scan', 'Seq Scan');
+        WHERE jsonb_typeof(n) = 'object' AND n->>'Node Type' IN ('Bitmap Heap Scan', 'Tid Scan', 'Seq Scan');
     END LOOP;
     RETURN total / cardinality(qs);
 END $$;

@@ -92,7 +92,9 @@ DROP FUNCTION simhash_drop_bands(regclass, name);
 -- 0..1), probed for k up to 7 with 33 keys per half for k <= 3 and almost
 -- no rows to recheck: the layout for large tables. The planner and the
 -- guard read the layout from the index definitions, so indexes of these
--- forms made by hand count too.
+-- forms made by hand count too. '4x16c': the 16-bit bands, covering (each
+-- B-tree index INCLUDEs the fingerprint), probed without visiting the
+-- table for the rows the bands rule out (simhash_probe).
 ---------------------------------------------------------------------------
 
 -- Half n (0 or 1) of a fingerprint: the 32 bits from the left as a bigint
@@ -108,6 +110,19 @@ CREATE FUNCTION simhash_band32(simhash64, integer) RETURNS bigint
 CREATE FUNCTION simhash_band32_neighbors(simhash64, integer, integer) RETURNS bigint[]
     AS 'MODULE_PATHNAME', 'simhash_band32_neighbors_fn_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE LEAKPROOF;
+
+-- The row ids of the rows of tbl whose column col is within distance k of
+-- fp, as the query's snapshot sees them. With the covering layout it reads
+-- the fingerprints from the band indexes and visits the table only for
+-- the rows within k; the planner puts it in a TID scan for
+--   WHERE col <~> fp <= k   (k a constant up to 11, fp known at the start)
+-- on a table with that layout (not one with inheritance children or
+-- row-level security, nor under Citus). Exact without it too: another
+-- layout that serves k, or a scan. Needs SELECT on the table or the column,
+-- and refuses a table with row-level security (42501).
+CREATE FUNCTION simhash_probe(tbl regclass, col text, fp simhash64, k integer) RETURNS tid[]
+    AS 'MODULE_PATHNAME', 'simhash_probe_fn_wrapper'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
 -- The layout simhash_add_bands chooses for a table of about this many
 -- rows: '4x16' below 4,194,304 (2^22), '2x32' from there on.
@@ -137,15 +152,17 @@ END
 $$;
 
 -- Every index of the table whose one key is a band of the column: its
--- layout and part, whether it is valid (a failed concurrent build leaves
--- an invalid one), and whether the planner and the guard use it (valid,
--- a B-tree or hash index, no predicate).
+-- layout and part ('4x16c' for a 16-bit band's index that INCLUDEs the
+-- column), whether it is valid (a failed concurrent build leaves an
+-- invalid one), and whether the planner and the guard use it (valid, a
+-- B-tree or hash index, no predicate).
 CREATE FUNCTION simhash_band_indexes(tbl regclass, col name DEFAULT 'fp')
     RETURNS TABLE (layout text, part integer, index regclass, valid boolean, usable boolean)
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT l.layout, p.part, i.indexrelid::regclass, i.indisvalid AND i.indisready,
+    SELECT CASE WHEN i.indnatts = 2 AND l.layout = '4x16' THEN '4x16c' ELSE l.layout END,
+           p.part, i.indexrelid::regclass, i.indisvalid AND i.indisready,
            i.indisvalid AND i.indisready AND i.indpred IS NULL
            AND am.amname IN ('btree', 'hash')
     FROM pg_index i
@@ -153,22 +170,28 @@ AS $$
     JOIN pg_am am ON am.oid = ic.relam
     CROSS JOIN (VALUES ('4x16', 'simhash_band', 4), ('2x32', 'simhash_band32', 2)) l (layout, fn, parts)
     CROSS JOIN LATERAL generate_series(0, l.parts - 1) p (part)
-    WHERE i.indrelid = tbl AND i.indnatts = 1 AND i.indkey[0] = 0
+    WHERE i.indrelid = tbl AND i.indnkeyatts = 1 AND i.indkey[0] = 0
+      AND (i.indnatts = 1
+           OR (i.indnatts = 2 AND i.indkey[1] = (SELECT a.attnum FROM pg_attribute a
+                                                 WHERE a.attrelid = tbl AND a.attname = col
+                                                   AND NOT a.attisdropped)))
       AND pg_get_expr(i.indexprs, i.indrelid)
           = format('%s.%s(%s, %s)', '@extschema@', l.fn, quote_ident(col), p.part)
     ORDER BY l.parts DESC, p.part, i.indexrelid
 $$;
 
--- The layouts every part of which has a usable index, '4x16' first.
+-- The layouts every part of which has a usable index, in the order
+-- '4x16', '4x16c', '2x32' (a covering index serves '4x16' too).
 CREATE FUNCTION simhash_band_layouts(tbl regclass, col name DEFAULT 'fp')
     RETURNS text[]
     LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(array_agg(l.layout ORDER BY l.parts DESC), '{}')
-    FROM (VALUES ('4x16', 4), ('2x32', 2)) l (layout, parts)
+    SELECT coalesce(array_agg(l.layout ORDER BY l.ord), '{}')
+    FROM (VALUES ('4x16', ARRAY['4x16', '4x16c'], 4, 1), ('4x16c', ARRAY['4x16c'], 4, 2),
+                 ('2x32', ARRAY['2x32'], 2, 3)) l (layout, members, parts, ord)
     WHERE (SELECT count(DISTINCT b.part) FROM @extschema@.simhash_band_indexes(tbl, col) b
-           WHERE b.layout = l.layout AND b.usable) = l.parts
+           WHERE b.layout = ANY (l.members) AND b.usable) = l.parts
 $$;
 
 -- The DDL that gives a column the band indexes of a layout: CREATE INDEX
@@ -176,8 +199,10 @@ $$;
 -- indexes of other layouts and for invalid ones (a failed concurrent
 -- build leaves one). layout: 'auto' (simhash_layout_for the table's rows:
 -- its statistics, or a count where it was never analyzed; on Citus, a
--- count divided by the shards), '4x16', '2x32'
--- or '4x16+2x32'. The 16-bit bands are kept, with a NOTICE, while a
+-- count divided by the shards), '4x16', '4x16c' (covering: each index
+-- INCLUDEs the column, about four times the space, for k up to 11
+-- without visiting the table for the rows ruled out), '2x32',
+-- or several joined by '+'. The 16-bit bands are kept, with a NOTICE, while a
 -- near-unique guard of the column needs them (k above 7). With
 -- concurrently (the default) the statements are CREATE INDEX CONCURRENTLY
 -- and DROP INDEX CONCURRENTLY, to run one by one outside a transaction,
@@ -270,20 +295,20 @@ BEGIN
     ELSE
         wanted := string_to_array(layout, '+');
         IF wanted IS NULL OR cardinality(wanted) = 0
-           OR NOT wanted <@ ARRAY['4x16', '2x32'] THEN
+           OR NOT wanted <@ ARRAY['4x16', '4x16c', '2x32'] THEN
             RAISE EXCEPTION 'unknown band layout "%"', coalesce(layout, 'NULL')
                 USING ERRCODE = '22023',
-                      HINT = 'The layouts are ''auto'', ''4x16'', ''2x32'' and ''4x16+2x32''.';
+                      HINT = 'The layouts are ''auto'', ''4x16'', ''4x16c'' and ''2x32'', or several joined by ''+''.';
         END IF;
     END IF;
-    IF NOT '4x16' = ANY (wanted) AND EXISTS (
+    IF NOT wanted && ARRAY['4x16', '4x16c'] AND EXISTS (
         SELECT FROM pg_trigger tg
         WHERE tg.tgrelid = tbl AND tg.tgfoid = '@extschema@.simhash_near_unique'::regproc
           AND split_part(encode(tg.tgargs, 'escape'), '\000', 1) = col
           AND split_part(encode(tg.tgargs, 'escape'), '\000', 2) ~ '^\s*\d{1,4}\s*$'
           AND split_part(encode(tg.tgargs, 'escape'), '\000', 2)::integer > 7)
     THEN
-        kept := ARRAY['4x16'];
+        kept := ARRAY['4x16', '4x16c'];
         RAISE NOTICE 'keeping the 4x16 band indexes of column "%" of %', col, tbl
             USING DETAIL = 'A near-unique guard of the column checks a distance above 7, which only they answer by probing.';
     END IF;
@@ -293,18 +318,20 @@ BEGIN
                   HINT = 'Use concurrently => false (which holds off writes while the indexes build); or make each index on the table with CREATE INDEX ... ON ONLY, build it on each partition CONCURRENTLY and ALTER INDEX ... ATTACH PARTITION it: the table''s index, valid once every partition''s is attached, is what queries on the table read the layout from.';
     END IF;
     FOREACH l IN ARRAY wanted LOOP
-        fn := CASE l WHEN '4x16' THEN 'simhash_band' ELSE 'simhash_band32' END;
-        parts := CASE l WHEN '4x16' THEN 4 ELSE 2 END;
+        fn := CASE l WHEN '2x32' THEN 'simhash_band32' ELSE 'simhash_band' END;
+        parts := CASE l WHEN '2x32' THEN 2 ELSE 4 END;
         FOR n IN 0..parts - 1 LOOP
             CONTINUE WHEN EXISTS (SELECT FROM @extschema@.simhash_band_indexes(tbl, col) b
                                   WHERE b.layout = l AND b.part = n AND b.usable);
-            -- <table>_<column>_band<n> (band32_<n> for the halves),
+            -- <table>_<column>_band<n> (band32_<n> for the halves, cband<n>
+            -- covering),
             -- shortened to 63 bytes a whole character at a time (the longer
             -- name first, as PostgreSQL shortens the names it picks), and
             -- numbered when the name is taken.
             candidate := NULL;
             FOR attempt IN 0..999 LOOP
-                label := CASE l WHEN '4x16' THEN '_band' || n ELSE '_band32_' || n END
+                label := CASE l WHEN '4x16' THEN '_band' || n WHEN '4x16c' THEN '_cband' || n
+                                ELSE '_band32_' || n END
                          || CASE WHEN attempt = 0 THEN '' ELSE '_' || attempt END;
                 t := rel;
                 c := col;
@@ -325,8 +352,9 @@ BEGIN
                     USING ERRCODE = '42P07';
             END IF;
             taken := taken || candidate;
-            RETURN NEXT format('CREATE INDEX %s%I ON %s (@extschema@.%s(%I, %s))',
-                               how, candidate, tbl, fn, col, n);
+            RETURN NEXT format('CREATE INDEX %s%I ON %s (@extschema@.%s(%I, %s))%s',
+                               how, candidate, tbl, fn, col, n,
+                               CASE l WHEN '4x16c' THEN format(' INCLUDE (%I)', col) ELSE '' END);
         END LOOP;
     END LOOP;
     FOR idx IN
@@ -380,9 +408,9 @@ BEGIN
     IF NOT pg_has_role(owner, 'USAGE') THEN
         RAISE EXCEPTION 'must be owner of table %', tbl USING ERRCODE = '42501';
     END IF;
-    IF layout IS NOT NULL AND layout NOT IN ('4x16', '2x32') THEN
+    IF layout IS NOT NULL AND layout NOT IN ('4x16', '4x16c', '2x32') THEN
         RAISE EXCEPTION 'unknown band layout "%"', layout
-            USING ERRCODE = '22023', HINT = 'The layouts are ''4x16'' and ''2x32''.';
+            USING ERRCODE = '22023', HINT = 'The layouts are ''4x16'', ''4x16c'' and ''2x32''.';
     END IF;
     FOR idx IN
         SELECT b.index FROM @extschema@.simhash_band_indexes(tbl, col) b

@@ -230,3 +230,55 @@ pub fn guard_on_citus_shard(relation: &str) -> ! {
         Some("Guard a local staging table and move its rows on, or find near-duplicates after loading with simhash_clusters()."),
     )
 }
+
+/// 42P01: `simhash_probe()` on a table that is gone.
+pub fn probe_no_table(relid: u32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+        format!("relation with OID {relid} does not exist"),
+        None,
+        None,
+    )
+}
+
+/// 42809: `simhash_probe()` reads one table's rows.
+pub fn probe_not_table(relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+        format!("simhash_probe() cannot read \"{relation}\""),
+        Some("It reads the rows of one table or materialized view; for a partitioned table, call it on each partition.".into()),
+        None,
+    )
+}
+
+/// 42501: `simhash_probe()` without SELECT on the table or the column.
+pub fn probe_denied(relation: &str, column: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!("permission denied for table {relation}"),
+        Some(format!(
+            "simhash_probe() needs SELECT on the table or on column \"{column}\"."
+        )),
+        None,
+    )
+}
+
+/// 42501: `simhash_probe()` would see rows row-level security hides.
+pub fn probe_row_security(relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!("simhash_probe() cannot read table \"{relation}\", which has row-level security"),
+        Some("It would see rows the policies hide.".into()),
+        Some("Query the table itself (WHERE fp <~> q <= k): the policies apply to that."),
+    )
+}
+
+/// 42804: a column that should hold fingerprints does not.
+pub fn column_not_simhash64(column: &str, relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+        format!("column \"{column}\" of relation \"{relation}\" is not of type simhash64"),
+        None,
+        None,
+    )
+}

@@ -59,12 +59,9 @@ const TRIGGER_EVENT_OPMASK: u32 = 0x3;
 const TRIGGER_EVENT_INSERT: u32 = 0x0;
 const TRIGGER_EVENT_UPDATE: u32 = 0x2;
 const TRIGGER_EVENT_TIMINGMASK: u32 = 0x18;
-const RLS_ENABLED: c_int = 2;
+pub const RLS_ENABLED: c_int = 2;
 /// elog.h: ERROR.
 const ERROR_LEVEL: c_int = pgrx::PgLogLevel::ERROR as c_int;
-// int4eq and int8eq (bootstrap OIDs from pg_proc.dat).
-const F_INT4EQ: Oid = Oid::from_u32(65);
-const F_INT8EQ: Oid = Oid::from_u32(467);
 
 extern "C-unwind" {
     fn get_partition_ancestors(relid: Oid) -> *mut pg_sys::List;
@@ -532,10 +529,7 @@ impl Guard {
                         for &value in values {
                             pgrx::check_for_interrupts!();
                             let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-                            let (proc_, datum) = match layout {
-                                Layout::Bands16 => (F_INT4EQ, Datum::from(value as i32)),
-                                Layout::Halves32 => (F_INT8EQ, Datum::from(value as i64)),
-                            };
+                            let (proc_, datum) = crate::layout::scan_key_value(*layout, value);
                             pg_sys::ScanKeyInit(&mut key, 1, equal, proc_, datum);
                             pg_sys::index_rescan(scan, &mut key, 1, std::ptr::null_mut(), 0);
                             while pg_sys::index_getnext_slot(

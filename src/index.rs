@@ -55,14 +55,17 @@ use crate::nodes::{call, copy, int4_const, int4_value, list, lookup_function, op
 use crate::rewrite::unstable;
 use simhash_core::layout::Layout;
 
-// Fixed OIDs of PostgreSQL's built-in int4 `=` and `<=`, int8 `=`, and
-// of `int4eq` and `int8eq` (pg_operator.dat / pg_proc.dat: bootstrap OIDs,
+// Fixed OIDs of PostgreSQL's built-in int4 `=` and `<=`, int8 `=`, tid
+// `=`, and of `int4eq`, `int8eq` and `tideq` (pg_operator.dat / pg_proc.dat: bootstrap OIDs,
 // the same in every PostgreSQL release).
 const INT4_EQ_OP: Oid = Oid::from_u32(96);
 const INT4_EQ_FN: Oid = Oid::from_u32(65);
 const INT4_LE_OP: Oid = Oid::from_u32(523);
 const INT8_EQ_OP: Oid = Oid::from_u32(410);
 const INT8_EQ_FN: Oid = Oid::from_u32(467);
+// tid `=` and `tideq`.
+const TID_EQ_OP: Oid = Oid::from_u32(387);
+const TID_EQ_FN: Oid = Oid::from_u32(1292);
 
 /// The equality operator and its function for the keys of `layout`.
 fn equality(layout: Layout) -> (Oid, Oid) {
@@ -171,6 +174,7 @@ pub unsafe extern "C-unwind" fn simhash_within_support(
 /// The OIDs of the functions the rewritten expression calls, looked up in
 /// the schema `simhash_within` itself lives in.
 struct Functions {
+    probe: Oid,
     hamming: Oid,
     keys: KeyFunctions,
     neighbors16: Oid,
@@ -181,6 +185,12 @@ impl Functions {
     unsafe fn lookup(schema: Oid, fp_type: Oid) -> Option<Functions> {
         let int4 = pg_sys::INT4OID;
         Some(Functions {
+            probe: lookup_function(
+                schema,
+                "simhash_probe",
+                &[pg_sys::REGCLASSOID, pg_sys::TEXTOID, fp_type, int4],
+            )
+            .unwrap_or(pg_sys::InvalidOid),
             hamming: lookup_function(schema, "hamming", &[fp_type, fp_type])?,
             keys: KeyFunctions::lookup(schema, fp_type)?,
             neighbors16: lookup_function(schema, "simhash_band_neighbors", &[fp_type, int4, int4])?,
@@ -251,6 +261,19 @@ unsafe fn simplify(
         pg_sys::get_func_namespace((*fcall).funcid),
         pg_sys::exprType(a),
     )?;
+    // A table with the covering layout: the index-only probe, for a TID
+    // scan (`crate::tids`).
+    if let Some(v) = k_const {
+        if let Some(probe) = covering_probe(root, a, b, k, v, &f) {
+            let within = op(
+                INT4_LE_OP,
+                pg_sys::BOOLOID,
+                call(f.hamming, pg_sys::INT4OID, &[copy(a), copy(b)]),
+                copy(k),
+            );
+            return Some(pg_sys::make_andclause(list(&[within, probe])).cast());
+        }
+    }
     // The layouts to offer the planner: those the table is indexed with,
     // read from its index definitions; the 16-bit bands (whose conditions
     // also match expression indexes on other forms of `a`) when that
@@ -351,4 +374,100 @@ unsafe fn indexed_layouts(
     let layouts = band_indexes(rel, (*var).varattno, keys).layouts();
     pg_sys::RelationClose(rel);
     layouts
+}
+
+/// `ctid = ANY (simhash_probe(table, column, b, k))` when `a` is a column
+/// of a table with the covering layout and the probe can stand for the
+/// distance condition: `b` and `k` known before the scan starts (no column
+/// of this query level, so a TID scan can use it), one table (not one
+/// read with its inheritance children, whose rows the probe of the parent
+/// would not see), no row-level security or security-barrier conditions (the probe
+/// is not leakproof, and sees every row), and no Citus (a distributed
+/// table's rows are on its shards, not in the table the coordinator
+/// plans).
+unsafe fn covering_probe(
+    root: *mut pg_sys::PlannerInfo,
+    a: *mut Node,
+    b: *mut Node,
+    k: *mut Node,
+    k_value: i32,
+    f: &Functions,
+) -> Option<*mut Node> {
+    if f.probe == pg_sys::InvalidOid
+        || !crate::tids::covering_serves(k_value)
+        || root.is_null()
+        || (*root).parse.is_null()
+        || !local_column(a)
+        || pg_sys::contain_vars_of_level(b, 0)
+    {
+        return None;
+    }
+    let var = a.cast::<pg_sys::Var>();
+    let rtable = PgList::<pg_sys::RangeTblEntry>::from_pg((*(*root).parse).rtable);
+    let rte = rtable.get_ptr(usize::try_from((*var).varno - 1).ok()?)?;
+    if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
+        || (*var).varattno <= 0
+        || !(*rte).securityQuals.is_null()
+        || ((*rte).relkind as u8 != pg_sys::RELKIND_RELATION
+            && (*rte).relkind as u8 != pg_sys::RELKIND_MATVIEW)
+        || pg_sys::get_extension_oid(c"citus".as_ptr(), true) != pg_sys::InvalidOid
+    {
+        return None;
+    }
+    let rel = pg_sys::RelationIdGetRelation((*rte).relid);
+    if rel.is_null() {
+        return None;
+    }
+    let usable = !(*(*rel).rd_rel).relrowsecurity
+        && !((*rte).inh && (*(*rel).rd_rel).relhassubclass)
+        && band_indexes(rel, (*var).varattno, &f.keys)
+            .covering()
+            .is_some();
+    pg_sys::RelationClose(rel);
+    if !usable {
+        return None;
+    }
+    let attname = pg_sys::get_attname((*rte).relid, (*var).varattno, true);
+    if attname.is_null() {
+        return None;
+    }
+    let table = pg_sys::makeConst(
+        pg_sys::REGCLASSOID,
+        -1,
+        pg_sys::InvalidOid,
+        4,
+        pg_sys::Datum::from((*rte).relid),
+        false,
+        true,
+    );
+    let column = pg_sys::makeConst(
+        pg_sys::TEXTOID,
+        -1,
+        pg_sys::DEFAULT_COLLATION_OID,
+        -1,
+        pg_sys::Datum::from(pg_sys::cstring_to_text(attname)),
+        false,
+        false,
+    );
+    let probe = call(
+        f.probe,
+        pg_sys::TIDARRAYOID,
+        &[table.cast(), column.cast(), copy(b), copy(k)],
+    );
+    // The row id of the same table, with `a`'s nulling marks and all.
+    let ctid = copy(a).cast::<pg_sys::Var>();
+    (*ctid).varattno = pg_sys::SelfItemPointerAttributeNumber as i16;
+    (*ctid).varattnosyn = pg_sys::SelfItemPointerAttributeNumber as i16;
+    (*ctid).vartype = pg_sys::TIDOID;
+    (*ctid).vartypmod = -1;
+    (*ctid).varcollid = pg_sys::InvalidOid;
+    let saop: *mut pg_sys::ScalarArrayOpExpr =
+        pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast();
+    (*saop).xpr.type_ = NodeTag::T_ScalarArrayOpExpr;
+    (*saop).opno = TID_EQ_OP;
+    (*saop).opfuncid = TID_EQ_FN;
+    (*saop).useOr = true;
+    (*saop).args = list(&[ctid.cast(), probe]);
+    (*saop).location = -1;
+    Some(saop.cast())
 }

@@ -8,6 +8,12 @@
 //! `simhash_band32(column, n)` for `2x32`, with `n` a constant. Indexes
 //! made by hand in that form count as much as the ones
 //! `simhash_add_bands` makes. A layout is there when every part has one.
+//!
+//! A B-tree band index may also `INCLUDE (column)`, the fingerprint
+//! itself: it still counts for its part, and when every 16-bit band's
+//! index does, the table has the covering layout `4x16c`, which
+//! `simhash_probe` (`crate::tids`) reads without visiting the table for
+//! the rows it rules out.
 
 use std::ffi::c_int;
 
@@ -22,6 +28,19 @@ const HASH_EQUAL: u16 = 1;
 
 /// One part's index and the strategy number of its equality operator.
 pub type PartIndex = (Oid, u16);
+
+/// `int4eq` and `int8eq` (pg_proc.dat: bootstrap OIDs, the same in every
+/// PostgreSQL release): the comparison of a part's scan key.
+pub const F_INT4EQ: Oid = Oid::from_u32(65);
+pub const F_INT8EQ: Oid = Oid::from_u32(467);
+
+/// The function and datum of a scan key for `value` on a part of `layout`.
+pub fn scan_key_value(layout: Layout, value: u64) -> (Oid, pg_sys::Datum) {
+    match layout {
+        Layout::Bands16 => (F_INT4EQ, pg_sys::Datum::from(value as i32)),
+        Layout::Halves32 => (F_INT8EQ, pg_sys::Datum::from(value as i64)),
+    }
+}
 
 /// The key functions of the extension, by OID.
 #[derive(Clone, Copy)]
@@ -64,6 +83,7 @@ impl KeyFunctions {
 pub struct BandIndexes {
     bands16: [Option<PartIndex>; 4],
     halves32: [Option<PartIndex>; 2],
+    covering16: [Option<Oid>; 4],
 }
 
 impl BandIndexes {
@@ -81,6 +101,12 @@ impl BandIndexes {
             .into_iter()
             .filter(|&l| self.complete(l).is_some())
             .collect()
+    }
+
+    /// The covering B-tree indexes of the 16-bit bands (each with the
+    /// fingerprint as an INCLUDE column), in band order, if all exist.
+    pub fn covering(&self) -> Option<Vec<Oid>> {
+        self.covering16.iter().copied().collect()
     }
 
     fn set(&mut self, layout: Layout, n: usize, index: PartIndex) {
@@ -109,20 +135,26 @@ pub unsafe fn band_indexes(
     let oids = crate::nodes::oid_list(list);
     pg_sys::list_free(list);
     for index_oid in oids {
-        if let Some((layout, n, equal)) = part_of_index(index_oid, fp_attno, functions) {
+        if let Some((layout, n, equal, covering)) = part_of_index(index_oid, fp_attno, functions) {
             found.set(layout, n, (index_oid, equal));
+            if covering && layout == Layout::Bands16 {
+                if let Some(slot @ None) = found.covering16.get_mut(n) {
+                    *slot = Some(index_oid);
+                }
+            }
         }
     }
     found
 }
 
-/// The layout and part an index answers, with its equality strategy, when
-/// it is of the form the module comment describes.
+/// The layout and part an index answers, with its equality strategy and
+/// whether it is covering, when it is of the form the module comment
+/// describes.
 unsafe fn part_of_index(
     index_oid: Oid,
     fp_attno: i16,
     functions: &KeyFunctions,
-) -> Option<(Layout, usize, u16)> {
+) -> Option<(Layout, usize, u16, bool)> {
     let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
     let found = (|| {
         let form = (*index).rd_index;
@@ -134,7 +166,13 @@ unsafe fn part_of_index(
         } else {
             return None;
         };
-        if (*form).indnatts != 1
+        // One key; a B-tree may carry the column itself as an INCLUDE
+        // column (covering).
+        let covering = am == pg_sys::BTREE_AM_OID
+            && (*form).indnkeyatts == 1
+            && (*form).indnatts == 2
+            && *(*form).indkey.values.as_ptr().add(1) == fp_attno;
+        if ((*form).indnatts != 1 && !covering)
             || !(*form).indisvalid
             || !pg_sys::RelationGetIndexPredicate(index).is_null()
         {
@@ -164,7 +202,7 @@ unsafe fn part_of_index(
         let n = int4_value(args.get_ptr(1)?)?;
         (0..layout.parts() as i32)
             .contains(&n)
-            .then_some((layout, n as usize, equal))
+            .then_some((layout, n as usize, equal, covering))
     })();
     pg_sys::index_close(index, pg_sys::NoLock as c_int);
     found

@@ -13,6 +13,7 @@ mod index;
 mod layout;
 mod nodes;
 mod rewrite;
+mod tids;
 mod types;
 
 /// The module's version as PostgreSQL 18 reports it

@@ -1,0 +1,278 @@
+//! `simhash_probe(tbl, col, fp, k)`: the row ids (`tid[]`) of the rows of
+//! a table whose fingerprint is within `k` of `fp`, as the query's
+//! snapshot sees them. The index-only probe.
+//!
+//! With the covering layout `4x16c` (each 16-bit band's B-tree index
+//! carries the fingerprint as an INCLUDE column) it reads each probed
+//! band value's index entries, compares the fingerprint stored there, and
+//! visits the table only for the entries within `k`, to find the version
+//! of the row the snapshot sees (which also follows HOT chains, so the id
+//! returned is that version's). A row the bands rule out costs an index
+//! entry, not a table page: at 10M rows `k = 7` reads about 10 thousand
+//! entries and a handful of rows (bench/band_index.sh).
+//!
+//! The planner support function (`crate::index`) turns a distance
+//! condition on a table with that layout into
+//! `hamming(fp, q) <= k AND ctid = ANY (simhash_probe(...))`, which a TID
+//! scan answers. Without a covering layout (an index being rebuilt, or a
+//! direct call) the probe is still exact: it reads the rows another layout
+//! that serves `k` points to, or scans the table.
+//!
+//! It hands out where rows are, so it asks what a query would: SELECT on
+//! the table or the column (42501), and no row-level security on the table
+//! (42501; the planner does not use it there).
+
+use std::ffi::c_int;
+
+use pgrx::pg_sys::{self, Oid};
+use pgrx::prelude::*;
+use simhash_core::layout::Layout;
+
+use crate::errors;
+use crate::guard::RLS_ENABLED;
+use crate::layout::{band_indexes, scan_key_value, KeyFunctions};
+
+/// B-tree's equality strategy.
+const BTREE_EQUAL: u16 = 3;
+
+/// The largest `k` the covering layout is probed for (the 16-bit bands').
+pub fn covering_serves(k: i32) -> bool {
+    k >= 0 && Layout::Bands16.serves(k as u32)
+}
+
+/// What one call computed, kept in the function's cache: a call with the
+/// same arguments under the same snapshot (the probe as a per-row filter,
+/// where the planner could not use it for a TID scan) returns it again.
+struct Cached {
+    key: (Oid, i16, i64, i32, u32, u32, u32),
+    tids: Vec<pg_sys::ItemPointerData>,
+}
+
+#[pg_extern(stable, strict, parallel_safe, sql = false)]
+fn simhash_probe_fn(
+    tbl: Oid,
+    col: &str,
+    fp: i64,
+    k: i32,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> Vec<pg_sys::ItemPointerData> {
+    unsafe { probe(tbl, col, fp, k, fcinfo) }
+}
+
+unsafe fn probe(
+    tbl: Oid,
+    col: &str,
+    fp: i64,
+    k: i32,
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> Vec<pg_sys::ItemPointerData> {
+    let name = pg_sys::get_rel_name(tbl);
+    if name.is_null() {
+        errors::probe_no_table(tbl.to_u32());
+    }
+    let relname = std::ffi::CStr::from_ptr(name)
+        .to_string_lossy()
+        .into_owned();
+    let kind = pg_sys::get_rel_relkind(tbl) as u8;
+    if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_MATVIEW {
+        errors::probe_not_table(&relname);
+    }
+    let c_col = std::ffi::CString::new(col).unwrap_or_default();
+    let attno = pg_sys::get_attnum(tbl, c_col.as_ptr());
+    if attno <= 0 {
+        errors::guard_no_column(col, &relname);
+    }
+    let schema = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
+    // The key functions take a simhash64: found for the column's type only
+    // when it is one.
+    let keys = KeyFunctions::lookup(schema, pg_sys::get_atttype(tbl, attno))
+        .unwrap_or_else(|| errors::column_not_simhash64(col, &relname));
+    let user = pg_sys::GetUserId();
+    let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+    if pg_sys::pg_class_aclcheck(tbl, user, select) != pg_sys::AclResult::ACLCHECK_OK
+        && pg_sys::pg_attribute_aclcheck(tbl, attno, user, select) != pg_sys::AclResult::ACLCHECK_OK
+    {
+        errors::probe_denied(&relname, col);
+    }
+    if pg_sys::check_enable_rls(tbl, pg_sys::InvalidOid, true) == RLS_ENABLED {
+        errors::probe_row_security(&relname);
+    }
+    if k < 0 {
+        return Vec::new();
+    }
+    // A query always runs with one; without it, the transaction's.
+    let snapshot = if pg_sys::ActiveSnapshotSet() {
+        pg_sys::GetActiveSnapshot()
+    } else {
+        pg_sys::GetTransactionSnapshot()
+    };
+    let key = (
+        tbl,
+        attno,
+        fp,
+        k,
+        (*snapshot).xmin.into_inner(),
+        (*snapshot).xmax.into_inner(),
+        (*snapshot).curcid,
+    );
+    let flinfo = (*fcinfo).flinfo;
+    let cached = (*flinfo).fn_extra.cast::<Cached>();
+    if !cached.is_null() && (*cached).key == key {
+        return (*cached).tids.clone();
+    }
+
+    let heap = pg_sys::table_open(tbl, pg_sys::AccessShareLock as c_int);
+    let indexes = band_indexes(heap, attno, &keys);
+    let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+    let fp = fp as u64;
+    let within = |other: u64| simhash_core::hamming(fp, other) <= k as u32;
+    let mut tids = Vec::new();
+    let covering = indexes.covering().filter(|_| covering_serves(k));
+    let plain = indexes
+        .layouts()
+        .into_iter()
+        .filter(|l| l.serves(k as u32))
+        .find_map(|l| Some((l, indexes.complete(l)?)));
+    if let Some(parts) = covering {
+        // Index-only: the fingerprint from the index entry; the table only
+        // for the entries within k.
+        let probes = Layout::Bands16.probe(fp, k as u32).unwrap_or_default();
+        for (n, values) in probes {
+            let index = pg_sys::index_open(parts[n as usize], pg_sys::AccessShareLock as c_int);
+            let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
+            (*scan).xs_want_itup = true;
+            for value in values {
+                pgrx::check_for_interrupts!();
+                let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
+                let (proc_, datum) = scan_key_value(Layout::Bands16, value);
+                pg_sys::ScanKeyInit(&mut skey, 1, BTREE_EQUAL, proc_, datum);
+                pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+                loop {
+                    let tid = pg_sys::index_getnext_tid(
+                        scan,
+                        pg_sys::ScanDirection::ForwardScanDirection,
+                    );
+                    if tid.is_null() {
+                        break;
+                    }
+                    let mut values = [pg_sys::Datum::from(0usize); 2];
+                    let mut nulls = [true; 2];
+                    pg_sys::index_deform_tuple(
+                        (*scan).xs_itup,
+                        (*scan).xs_itupdesc,
+                        values.as_mut_ptr(),
+                        nulls.as_mut_ptr(),
+                    );
+                    if nulls[1] || !within(values[1].value() as u64) {
+                        continue;
+                    }
+                    if pg_sys::index_fetch_heap(scan, slot) {
+                        tids.push((*slot).tts_tid);
+                    }
+                }
+            }
+            pg_sys::index_endscan(scan);
+            pg_sys::index_close(index, pg_sys::NoLock as c_int);
+        }
+    } else if let Some((layout, parts)) = plain {
+        // Another layout that serves k: its candidates, read from the table.
+        let probes = layout.probe(fp, k as u32).unwrap_or_default();
+        for (n, values) in probes {
+            let (index_oid, equal) = parts[n as usize];
+            let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+            let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
+            for value in values {
+                pgrx::check_for_interrupts!();
+                let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
+                let (proc_, datum) = scan_key_value(layout, value);
+                pg_sys::ScanKeyInit(&mut skey, 1, equal, proc_, datum);
+                pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+                while pg_sys::index_getnext_slot(
+                    scan,
+                    pg_sys::ScanDirection::ForwardScanDirection,
+                    slot,
+                ) {
+                    if slot_within(slot, attno, &within) {
+                        tids.push((*slot).tts_tid);
+                    }
+                }
+            }
+            pg_sys::index_endscan(scan);
+            pg_sys::index_close(index, pg_sys::NoLock as c_int);
+        }
+    } else {
+        // No layout serves k: every row.
+        let scan = pg_sys::table_beginscan(heap, snapshot, 0, std::ptr::null_mut());
+        while pg_sys::table_scan_getnextslot(
+            scan,
+            pg_sys::ScanDirection::ForwardScanDirection,
+            slot,
+        ) {
+            pgrx::check_for_interrupts!();
+            if slot_within(slot, attno, &within) {
+                tids.push((*slot).tts_tid);
+            }
+        }
+        pg_sys::table_endscan(scan);
+    }
+    pg_sys::ExecDropSingleTupleTableSlot(slot);
+    pg_sys::table_close(heap, pg_sys::NoLock as c_int);
+
+    // A row found through several bands once, in the table's order.
+    tids.sort_unstable_by_key(tid_order);
+    tids.dedup_by_key(|t| tid_order(t));
+
+    remember(flinfo, key, &tids);
+    tids
+}
+
+/// Whether the fingerprint column of the row in `slot` is within k.
+unsafe fn slot_within(
+    slot: *mut pg_sys::TupleTableSlot,
+    attno: i16,
+    within: &dyn Fn(u64) -> bool,
+) -> bool {
+    let mut isnull = false;
+    let value = pg_sys::slot_getattr(slot, c_int::from(attno), &mut isnull);
+    !isnull && within(value.value() as u64)
+}
+
+fn tid_order(t: &pg_sys::ItemPointerData) -> (u16, u16, u16) {
+    (t.ip_blkid.bi_hi, t.ip_blkid.bi_lo, t.ip_posid)
+}
+
+/// Keeps the result in the function's cache (memory of the function's
+/// context, freed with it).
+unsafe fn remember(
+    flinfo: *mut pg_sys::FmgrInfo,
+    key: (Oid, i16, i64, i32, u32, u32, u32),
+    tids: &[pg_sys::ItemPointerData],
+) {
+    let cached = (*flinfo).fn_extra.cast::<Cached>();
+    if !cached.is_null() {
+        (*cached).key = key;
+        (*cached).tids = tids.to_vec();
+        return;
+    }
+    // The cache lives as long as the function's memory context; the
+    // callback drops the Rust value (and its vector) when it goes.
+    let context = (*flinfo).fn_mcxt;
+    let boxed = Box::into_raw(Box::new(Cached {
+        key,
+        tids: tids.to_vec(),
+    }));
+    let callback = pg_sys::MemoryContextAlloc(
+        context,
+        std::mem::size_of::<pg_sys::MemoryContextCallback>(),
+    )
+    .cast::<pg_sys::MemoryContextCallback>();
+    (*callback).func = Some(drop_cached);
+    (*callback).arg = boxed.cast();
+    (*callback).next = std::ptr::null_mut();
+    pg_sys::MemoryContextRegisterResetCallback(context, callback);
+    (*flinfo).fn_extra = boxed.cast();
+}
+
+unsafe extern "C-unwind" fn drop_cached(arg: *mut std::ffi::c_void) {
+    drop(Box::from_raw(arg.cast::<Cached>()));
+}
