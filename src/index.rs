@@ -418,8 +418,10 @@ unsafe fn covering_probe(
     if rel.is_null() {
         return None;
     }
-    let usable = !(*(*rel).rd_rel).relrowsecurity
-        && !((*rte).inh && (*(*rel).rd_rel).relhassubclass)
+    let row_security = (*(*rel).rd_rel).relrowsecurity;
+    let with_children = (*rte).inh && (*(*rel).rd_rel).relhassubclass;
+    let usable = !row_security
+        && !with_children
         && band_indexes(rel, (*var).varattno, &f.keys)
             .covering()
             .is_some();

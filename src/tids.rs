@@ -44,8 +44,34 @@ pub fn covering_serves(k: i32) -> bool {
 /// same arguments under the same snapshot (the probe as a per-row filter,
 /// where the planner could not use it for a TID scan) returns it again.
 struct Cached {
-    key: (Oid, i16, i64, i32, u32, u32, u32),
+    key: Key,
     tids: Vec<pg_sys::ItemPointerData>,
+}
+
+/// A call's arguments and what its snapshot sees: xmin, xmax, the command
+/// and a digest of the transactions in progress (two snapshots with the
+/// same of these see the same rows).
+type Key = (Oid, i16, i64, i32, u32, u32, u32, u64);
+
+/// FNV-1a over the in-progress transaction ids of a snapshot.
+unsafe fn in_progress_digest(snapshot: pg_sys::Snapshot) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |v: u32| {
+        for b in v.to_le_bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let s = &*snapshot;
+    mix(s.xcnt);
+    for i in 0..s.xcnt as usize {
+        mix((*s.xip.add(i)).into_inner());
+    }
+    mix(s.subxcnt as u32);
+    mix(u32::from(s.suboverflowed));
+    for i in 0..usize::try_from(s.subxcnt).unwrap_or(0) {
+        mix((*s.subxip.add(i)).into_inner());
+    }
+    h
 }
 
 #[pg_extern(stable, strict, parallel_safe, sql = false)]
@@ -106,7 +132,7 @@ unsafe fn probe(
     } else {
         pg_sys::GetTransactionSnapshot()
     };
-    let key = (
+    let key: Key = (
         tbl,
         attno,
         fp,
@@ -114,6 +140,7 @@ unsafe fn probe(
         (*snapshot).xmin.into_inner(),
         (*snapshot).xmax.into_inner(),
         (*snapshot).curcid,
+        in_progress_digest(snapshot),
     );
     let flinfo = (*fcinfo).flinfo;
     let cached = (*flinfo).fn_extra.cast::<Cached>();
@@ -155,6 +182,8 @@ unsafe fn probe(
                     if tid.is_null() {
                         break;
                     }
+                    // A hot band value can have many entries.
+                    pgrx::check_for_interrupts!();
                     let mut values = [pg_sys::Datum::from(0usize); 2];
                     let mut nulls = [true; 2];
                     pg_sys::index_deform_tuple(
@@ -243,11 +272,7 @@ fn tid_order(t: &pg_sys::ItemPointerData) -> (u16, u16, u16) {
 
 /// Keeps the result in the function's cache (memory of the function's
 /// context, freed with it).
-unsafe fn remember(
-    flinfo: *mut pg_sys::FmgrInfo,
-    key: (Oid, i16, i64, i32, u32, u32, u32),
-    tids: &[pg_sys::ItemPointerData],
-) {
+unsafe fn remember(flinfo: *mut pg_sys::FmgrInfo, key: Key, tids: &[pg_sys::ItemPointerData]) {
     let cached = (*flinfo).fn_extra.cast::<Cached>();
     if !cached.is_null() {
         (*cached).key = key;
