@@ -35,6 +35,14 @@
 //! (an expression rather than a column) or has no band index, the `4x16`
 //! conditions are offered, as they match expression indexes of that form.
 //!
+//! A table with the covering layout `4x16c` (every 16-bit band's B-tree
+//! index INCLUDEs the column) gets, for a constant `k` up to 11 and a `b`
+//! known before the scan, `hamming(a, b) <= k AND ctid = ANY
+//! (simhash_probe(table, column, b, k))` instead: a TID scan over the rows
+//! the probe found by reading the fingerprints from the index entries
+//! (`crate::tids`). Not where the probe could not stand for the condition
+//! (see `covering_probe`).
+//!
 //! When `k` is a constant above 11 the call is left alone (a scan is
 //! cheaper than probing 697+ values per band). When `k` is not a constant
 //! (a parameter of a generic plan, a column of a joined table) the ANY form
