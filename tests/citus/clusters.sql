@@ -70,6 +70,27 @@ SELECT expect('the 2x32 layout on a distributed table: exact, and moved back',
         = (SELECT array_agg(id ORDER BY id) FROM oracle WHERE qid = 3 AND dist <= 7)
     AND (SELECT count(*) FROM simhash_add_bands('docs', 'fp', '4x16')) = 4);
 SELECT expect('moved back to 4x16', simhash_band_layouts('docs', 'fp') = '{4x16}');
+-- The covering bands: made on every shard; under Citus the planner keeps
+-- to the band conditions (a probe of the coordinator's table would see no
+-- rows), which the covering indexes answer as plain bands.
+SELECT expect('the 4x16c layout on a distributed table',
+    (SELECT count(*) FROM simhash_add_bands('docs', 'fp', '4x16c')) = 4);
+SELECT expect('the coordinator reads the covering layout',
+    simhash_band_layouts('docs', 'fp') = '{4x16,4x16c}');
+BEGIN;
+SET LOCAL citus.propagate_set_commands = 'local';
+SET LOCAL enable_seqscan = off;
+SELECT expect('the shards probe the covering bands as bands, no TID scan',
+    plan_of($$SELECT id FROM docs WHERE fp <~> '0123456789abcdef' <= 3$$) ~ 'Bitmap Index Scan on docs_fp_cband0'
+    AND plan_of($$SELECT id FROM docs WHERE fp <~> '0123456789abcdef' <= 3$$) !~ 'Tid Scan');
+COMMIT;
+SELECT expect('the 4x16c layout on a distributed table: exact, and moved back',
+    (SELECT array_agg(id ORDER BY id) FROM docs WHERE fp <~> (SELECT fp FROM queries WHERE qid = 3) <= 3)
+        = (SELECT array_agg(id ORDER BY id) FROM oracle WHERE qid = 3 AND dist <= 3)
+    AND (SELECT array_agg(id ORDER BY id) FROM docs WHERE fp <~> (SELECT fp FROM queries WHERE qid = 3) <= 11)
+        = (SELECT array_agg(id ORDER BY id) FROM oracle WHERE qid = 3 AND dist <= 11)
+    AND (SELECT count(*) FROM simhash_add_bands('docs', 'fp', '4x16')) = 4);
+SELECT expect('moved back to 4x16 again', simhash_band_layouts('docs', 'fp') = '{4x16}');
 SELECT expect('simhash_add_bands on a reference table',
     (SELECT count(*) FROM simhash_add_bands('queries_ref', 'fp')) = 4);
 SELECT expect('simhash_clusters on a reference table',
