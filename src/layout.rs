@@ -23,7 +23,7 @@ use simhash_core::layout::Layout;
 use crate::nodes::{int4_value, lookup_function};
 
 /// Equality's strategy number in a B-tree and in a hash index.
-const BTREE_EQUAL: u16 = 3;
+pub const BTREE_EQUAL: u16 = 3;
 const HASH_EQUAL: u16 = 1;
 
 /// One part's index and the strategy number of its equality operator.

@@ -30,10 +30,7 @@ use simhash_core::layout::Layout;
 
 use crate::errors;
 use crate::guard::RLS_ENABLED;
-use crate::layout::{band_indexes, scan_key_value, KeyFunctions};
-
-/// B-tree's equality strategy.
-const BTREE_EQUAL: u16 = 3;
+use crate::layout::{band_indexes, scan_key_value, KeyFunctions, BTREE_EQUAL};
 
 /// The largest `k` the covering layout is probed for (the 16-bit bands').
 pub fn covering_serves(k: i32) -> bool {
@@ -174,31 +171,10 @@ unsafe fn probe(
                 let (proc_, datum) = scan_key_value(Layout::Bands16, value);
                 pg_sys::ScanKeyInit(&mut skey, 1, BTREE_EQUAL, proc_, datum);
                 pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-                loop {
-                    let tid = pg_sys::index_getnext_tid(
-                        scan,
-                        pg_sys::ScanDirection::ForwardScanDirection,
-                    );
-                    if tid.is_null() {
-                        break;
-                    }
-                    // A hot band value can have many entries.
-                    pgrx::check_for_interrupts!();
-                    let mut values = [pg_sys::Datum::from(0usize); 2];
-                    let mut nulls = [true; 2];
-                    pg_sys::index_deform_tuple(
-                        (*scan).xs_itup,
-                        (*scan).xs_itupdesc,
-                        values.as_mut_ptr(),
-                        nulls.as_mut_ptr(),
-                    );
-                    if nulls[1] || !within(values[1].value() as u64) {
-                        continue;
-                    }
-                    if pg_sys::index_fetch_heap(scan, slot) {
-                        tids.push((*slot).tts_tid);
-                    }
-                }
+                covering_matches(scan, slot, &within, &mut |slot| {
+                    tids.push((*slot).tts_tid);
+                    true
+                });
             }
             pg_sys::index_endscan(scan);
             pg_sys::index_close(index, pg_sys::NoLock as c_int);
@@ -253,6 +229,51 @@ unsafe fn probe(
 
     remember(flinfo, key, &tids);
     tids
+}
+
+/// Hands `found` each row version the started scan `scan` (on a covering
+/// band index, `xs_want_itup` set, keys given) leads to whose fingerprint,
+/// read from the index entry, is `within`: the table is visited for those
+/// only (`index_fetch_heap`, which follows the HOT chain to the version
+/// the scan's snapshot sees; with a non-MVCC snapshot there can be more
+/// than one). `found` returns `false` to stop; so does this, then.
+///
+/// # Safety
+/// `scan` is a started B-tree scan of a covering band index (key, then
+/// the fingerprint); `slot` fits the scan's table.
+pub unsafe fn covering_matches(
+    scan: pg_sys::IndexScanDesc,
+    slot: *mut pg_sys::TupleTableSlot,
+    within: &dyn Fn(u64) -> bool,
+    found: &mut dyn FnMut(*mut pg_sys::TupleTableSlot) -> bool,
+) -> bool {
+    loop {
+        let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+        if tid.is_null() {
+            return true;
+        }
+        // A hot band value can have many entries.
+        pgrx::check_for_interrupts!();
+        let mut values = [pg_sys::Datum::from(0usize); 2];
+        let mut nulls = [true; 2];
+        pg_sys::index_deform_tuple(
+            (*scan).xs_itup,
+            (*scan).xs_itupdesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+        if nulls[1] || !within(values[1].value() as u64) {
+            continue;
+        }
+        while pg_sys::index_fetch_heap(scan, slot) {
+            if !found(slot) {
+                return false;
+            }
+            if !(*scan).xs_heap_continue {
+                break;
+            }
+        }
+    }
 }
 
 /// Whether the fingerprint column of the row in `slot` is within k.

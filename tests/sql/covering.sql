@@ -204,6 +204,19 @@ SELECT scan_of($$SELECT id FROM cov WHERE fp <~> 'f0f0f0f00f0f0f0f' <= 9$$);
 SELECT outcome($$INSERT INTO cov (id, fp) VALUES (600000, ('f0f0f0f00f0f0f0f'::simhash64::bigint # 511)::simhash64)$$)
        AS nine_bits_away;
 
+-- The guard reads the covering indexes as the probe does: the table only
+-- for entries within k, following HOT chains, and not its own row.
+SELECT simhash_add_guard('cov', 'fp', 3);
+INSERT INTO cov (id, fp) VALUES (700000, 'abcdefabcdefabcd');
+UPDATE cov SET note = 'hot' WHERE id = 700000;
+SELECT outcome($$INSERT INTO cov (id, fp) VALUES (700001, 'abcdefabcdefabcc')$$) AS one_bit_from_hot_row;
+VACUUM cov;
+SELECT outcome($$INSERT INTO cov (id, fp) VALUES (700001, 'abcdefabcdefabc0')$$) AS three_bits_after_vacuum;
+SELECT outcome($$INSERT INTO cov (id, fp) VALUES (700002, 'abcdefabcdef5432')$$) AS far_away;
+SELECT outcome($$UPDATE cov SET note = 'again' WHERE id = 700000$$) AS update_itself;
+SELECT outcome($$UPDATE cov SET fp = 'abcdefabcdefabcf' WHERE id = 700000$$) AS move_itself;
+SELECT outcome($$UPDATE cov SET fp = 'abcdefabcdefabcd' WHERE id = 700002$$) AS move_onto_another;
+
 DROP TABLE cov, cov_q, cov_plain, cov_parted, cov_rls;
 DROP ROLE cov_reader;
 DROP ROLE cov_column_reader;
