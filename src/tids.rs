@@ -79,156 +79,150 @@ fn simhash_probe_fn(
     k: i32,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> Vec<pg_sys::ItemPointerData> {
-    unsafe { probe(tbl, col, fp, k, fcinfo) }
-}
-
-unsafe fn probe(
-    tbl: Oid,
-    col: &str,
-    fp: i64,
-    k: i32,
-    fcinfo: pg_sys::FunctionCallInfo,
-) -> Vec<pg_sys::ItemPointerData> {
-    let name = pg_sys::get_rel_name(tbl);
-    if name.is_null() {
-        errors::probe_no_table(tbl.to_u32());
-    }
-    let relname = std::ffi::CStr::from_ptr(name)
-        .to_string_lossy()
-        .into_owned();
-    let kind = pg_sys::get_rel_relkind(tbl) as u8;
-    if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_MATVIEW {
-        errors::probe_not_table(&relname);
-    }
-    let c_col = std::ffi::CString::new(col).unwrap_or_default();
-    let attno = pg_sys::get_attnum(tbl, c_col.as_ptr());
-    if attno <= 0 {
-        errors::guard_no_column(col, &relname);
-    }
-    let schema = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
-    // The key functions take a simhash64: found for the column's type only
-    // when it is one.
-    let keys = KeyFunctions::lookup(schema, pg_sys::get_atttype(tbl, attno))
-        .unwrap_or_else(|| errors::column_not_simhash64(col, &relname));
-    let user = pg_sys::GetUserId();
-    let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
-    if pg_sys::pg_class_aclcheck(tbl, user, select) != pg_sys::AclResult::ACLCHECK_OK
-        && pg_sys::pg_attribute_aclcheck(tbl, attno, user, select) != pg_sys::AclResult::ACLCHECK_OK
-    {
-        errors::probe_denied(&relname, col);
-    }
-    if pg_sys::check_enable_rls(tbl, pg_sys::InvalidOid, true) == RLS_ENABLED {
-        errors::probe_row_security(&relname);
-    }
-    if k < 0 {
-        return Vec::new();
-    }
-    // A query always runs with one; without it, the transaction's.
-    let snapshot = if pg_sys::ActiveSnapshotSet() {
-        pg_sys::GetActiveSnapshot()
-    } else {
-        pg_sys::GetTransactionSnapshot()
-    };
-    let key: Key = (
-        tbl,
-        attno,
-        fp,
-        k,
-        (*snapshot).xmin.into_inner(),
-        (*snapshot).xmax.into_inner(),
-        (*snapshot).curcid,
-        in_progress_digest(snapshot),
-    );
-    let flinfo = (*fcinfo).flinfo;
-    let cached = (*flinfo).fn_extra.cast::<Cached>();
-    if !cached.is_null() && (*cached).key == key {
-        return (*cached).tids.clone();
-    }
-
-    let heap = pg_sys::table_open(tbl, pg_sys::AccessShareLock as c_int);
-    let indexes = band_indexes(heap, attno, &keys);
-    let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
-    let fp = fp as u64;
-    let within = |other: u64| simhash_core::hamming(fp, other) <= k as u32;
-    let mut tids = Vec::new();
-    let covering = indexes.covering().filter(|_| covering_serves(k));
-    let plain = indexes
-        .layouts()
-        .into_iter()
-        .filter(|l| l.serves(k as u32))
-        .find_map(|l| Some((l, indexes.complete(l)?)));
-    if let Some(parts) = covering {
-        // Index-only: the fingerprint from the index entry; the table only
-        // for the entries within k.
-        let probes = Layout::Bands16.probe(fp, k as u32).unwrap_or_default();
-        for (n, values) in probes {
-            let index = pg_sys::index_open(parts[n as usize], pg_sys::AccessShareLock as c_int);
-            let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
-            (*scan).xs_want_itup = true;
-            for value in values {
-                pgrx::check_for_interrupts!();
-                let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
-                let (proc_, datum) = scan_key_value(Layout::Bands16, value);
-                pg_sys::ScanKeyInit(&mut skey, 1, BTREE_EQUAL, proc_, datum);
-                pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-                covering_matches(scan, slot, &within, &mut |slot| {
-                    tids.push((*slot).tts_tid);
-                    true
-                });
-            }
-            pg_sys::index_endscan(scan);
-            pg_sys::index_close(index, pg_sys::NoLock as c_int);
+    // SAFETY: called by PostgreSQL with a valid fcinfo, in a transaction.
+    unsafe {
+        let name = pg_sys::get_rel_name(tbl);
+        if name.is_null() {
+            errors::probe_no_table(tbl.to_u32());
         }
-    } else if let Some((layout, parts)) = plain {
-        // Another layout that serves k: its candidates, read from the table.
-        let probes = layout.probe(fp, k as u32).unwrap_or_default();
-        for (n, values) in probes {
-            let (index_oid, equal) = parts[n as usize];
-            let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
-            let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
-            for value in values {
-                pgrx::check_for_interrupts!();
-                let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
-                let (proc_, datum) = scan_key_value(layout, value);
-                pg_sys::ScanKeyInit(&mut skey, 1, equal, proc_, datum);
-                pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-                while pg_sys::index_getnext_slot(
-                    scan,
-                    pg_sys::ScanDirection::ForwardScanDirection,
-                    slot,
-                ) {
-                    if slot_within(slot, attno, &within) {
+        let relname = std::ffi::CStr::from_ptr(name)
+            .to_string_lossy()
+            .into_owned();
+        let kind = pg_sys::get_rel_relkind(tbl) as u8;
+        if kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_MATVIEW {
+            errors::probe_not_table(&relname);
+        }
+        let c_col = std::ffi::CString::new(col).unwrap_or_default();
+        let attno = pg_sys::get_attnum(tbl, c_col.as_ptr());
+        if attno <= 0 {
+            errors::guard_no_column(col, &relname);
+        }
+        let schema = pg_sys::get_func_namespace((*(*fcinfo).flinfo).fn_oid);
+        // The key functions take a simhash64: found for the column's type only
+        // when it is one.
+        let keys = KeyFunctions::lookup(schema, pg_sys::get_atttype(tbl, attno))
+            .unwrap_or_else(|| errors::column_not_simhash64(col, &relname));
+        let user = pg_sys::GetUserId();
+        let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
+        if pg_sys::pg_class_aclcheck(tbl, user, select) != pg_sys::AclResult::ACLCHECK_OK
+            && pg_sys::pg_attribute_aclcheck(tbl, attno, user, select)
+                != pg_sys::AclResult::ACLCHECK_OK
+        {
+            errors::probe_denied(&relname, col);
+        }
+        if pg_sys::check_enable_rls(tbl, pg_sys::InvalidOid, true) == RLS_ENABLED {
+            errors::probe_row_security(&relname);
+        }
+        if k < 0 {
+            return Vec::new();
+        }
+        // A query always runs with one; without it, the transaction's.
+        let snapshot = if pg_sys::ActiveSnapshotSet() {
+            pg_sys::GetActiveSnapshot()
+        } else {
+            pg_sys::GetTransactionSnapshot()
+        };
+        let key: Key = (
+            tbl,
+            attno,
+            fp,
+            k,
+            (*snapshot).xmin.into_inner(),
+            (*snapshot).xmax.into_inner(),
+            (*snapshot).curcid,
+            in_progress_digest(snapshot),
+        );
+        let flinfo = (*fcinfo).flinfo;
+        let cached = (*flinfo).fn_extra.cast::<Cached>();
+        if !cached.is_null() && (*cached).key == key {
+            return (*cached).tids.clone();
+        }
+
+        let heap = pg_sys::table_open(tbl, pg_sys::AccessShareLock as c_int);
+        let indexes = band_indexes(heap, attno, &keys);
+        let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+        let fp = fp as u64;
+        let within = |other: u64| simhash_core::hamming(fp, other) <= k as u32;
+        let mut tids = Vec::new();
+        let covering = indexes.covering().filter(|_| covering_serves(k));
+        let plain = indexes
+            .layouts()
+            .into_iter()
+            .filter(|l| l.serves(k as u32))
+            .find_map(|l| Some((l, indexes.complete(l)?)));
+        if let Some(parts) = covering {
+            // Index-only: the fingerprint from the index entry; the table only
+            // for the entries within k.
+            let probes = Layout::Bands16.probe(fp, k as u32).unwrap_or_default();
+            for (n, values) in probes {
+                let index = pg_sys::index_open(parts[n as usize], pg_sys::AccessShareLock as c_int);
+                let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
+                (*scan).xs_want_itup = true;
+                for value in values {
+                    pgrx::check_for_interrupts!();
+                    let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
+                    let (proc_, datum) = scan_key_value(Layout::Bands16, value);
+                    pg_sys::ScanKeyInit(&mut skey, 1, BTREE_EQUAL, proc_, datum);
+                    pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+                    covering_matches(scan, slot, &within, &mut |slot| {
                         tids.push((*slot).tts_tid);
+                        true
+                    });
+                }
+                pg_sys::index_endscan(scan);
+                pg_sys::index_close(index, pg_sys::NoLock as c_int);
+            }
+        } else if let Some((layout, parts)) = plain {
+            // Another layout that serves k: its candidates, read from the table.
+            let probes = layout.probe(fp, k as u32).unwrap_or_default();
+            for (n, values) in probes {
+                let (index_oid, equal) = parts[n as usize];
+                let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+                let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
+                for value in values {
+                    pgrx::check_for_interrupts!();
+                    let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
+                    let (proc_, datum) = scan_key_value(layout, value);
+                    pg_sys::ScanKeyInit(&mut skey, 1, equal, proc_, datum);
+                    pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+                    while pg_sys::index_getnext_slot(
+                        scan,
+                        pg_sys::ScanDirection::ForwardScanDirection,
+                        slot,
+                    ) {
+                        if slot_within(slot, attno, &within) {
+                            tids.push((*slot).tts_tid);
+                        }
                     }
                 }
+                pg_sys::index_endscan(scan);
+                pg_sys::index_close(index, pg_sys::NoLock as c_int);
             }
-            pg_sys::index_endscan(scan);
-            pg_sys::index_close(index, pg_sys::NoLock as c_int);
-        }
-    } else {
-        // No layout serves k: every row.
-        let scan = pg_sys::table_beginscan(heap, snapshot, 0, std::ptr::null_mut());
-        while pg_sys::table_scan_getnextslot(
-            scan,
-            pg_sys::ScanDirection::ForwardScanDirection,
-            slot,
-        ) {
-            pgrx::check_for_interrupts!();
-            if slot_within(slot, attno, &within) {
-                tids.push((*slot).tts_tid);
+        } else {
+            // No layout serves k: every row.
+            let scan = pg_sys::table_beginscan(heap, snapshot, 0, std::ptr::null_mut());
+            while pg_sys::table_scan_getnextslot(
+                scan,
+                pg_sys::ScanDirection::ForwardScanDirection,
+                slot,
+            ) {
+                pgrx::check_for_interrupts!();
+                if slot_within(slot, attno, &within) {
+                    tids.push((*slot).tts_tid);
+                }
             }
+            pg_sys::table_endscan(scan);
         }
-        pg_sys::table_endscan(scan);
+        pg_sys::ExecDropSingleTupleTableSlot(slot);
+        pg_sys::table_close(heap, pg_sys::NoLock as c_int);
+
+        // A row found through several bands once, in the table's order.
+        tids.sort_unstable_by_key(tid_order);
+        tids.dedup_by_key(|t| tid_order(t));
+
+        remember(flinfo, key, &tids);
+        tids
     }
-    pg_sys::ExecDropSingleTupleTableSlot(slot);
-    pg_sys::table_close(heap, pg_sys::NoLock as c_int);
-
-    // A row found through several bands once, in the table's order.
-    tids.sort_unstable_by_key(tid_order);
-    tids.dedup_by_key(|t| tid_order(t));
-
-    remember(flinfo, key, &tids);
-    tids
 }
 
 /// Hands `found` each row version the started scan `scan` (on a covering
