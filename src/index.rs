@@ -38,7 +38,8 @@
 //! A table with the covering layout `4x16c` (every 16-bit band's B-tree
 //! index INCLUDEs the column) gets, for a constant `k` up to 11 and a `b`
 //! known before the scan, `hamming(a, b) <= k AND ctid = ANY
-//! (simhash_probe(table, column, b, k))` instead: a TID scan over the rows
+//! (array_append(simhash_probe(table, column, b, k), NULL))` instead (the
+//! NULL element keeps the condition NULL where `a` is): a TID scan over the rows
 //! the probe found by reading the fingerprints from the index entries
 //! (`crate::tids`). Not where the probe could not stand for the condition
 //! (see `covering_probe`).
@@ -64,16 +65,17 @@ use crate::rewrite::unstable;
 use simhash_core::layout::Layout;
 
 // Fixed OIDs of PostgreSQL's built-in int4 `=` and `<=`, int8 `=`, tid
-// `=`, and of `int4eq`, `int8eq` and `tideq` (pg_operator.dat / pg_proc.dat: bootstrap OIDs,
+// `=`, and of `int4eq`, `int8eq`, `tideq` and `array_append` (pg_operator.dat / pg_proc.dat: bootstrap OIDs,
 // the same in every PostgreSQL release).
 const INT4_EQ_OP: Oid = Oid::from_u32(96);
 const INT4_EQ_FN: Oid = Oid::from_u32(65);
 const INT4_LE_OP: Oid = Oid::from_u32(523);
 const INT8_EQ_OP: Oid = Oid::from_u32(410);
 const INT8_EQ_FN: Oid = Oid::from_u32(467);
-// tid `=` and `tideq`.
+// tid `=` and `tideq`; `array_append`.
 const TID_EQ_OP: Oid = Oid::from_u32(387);
 const TID_EQ_FN: Oid = Oid::from_u32(1292);
+const ARRAY_APPEND_FN: Oid = Oid::from_u32(378);
 
 /// The equality operator and its function for the keys of `layout`.
 fn equality(layout: Layout) -> (Oid, Oid) {
@@ -384,7 +386,8 @@ unsafe fn indexed_layouts(
     layouts
 }
 
-/// `ctid = ANY (simhash_probe(table, column, b, k))` when `a` is a column
+/// `ctid = ANY (array_append(simhash_probe(table, column, b, k), NULL))`
+/// when `a` is a column
 /// of a table with the covering layout and the probe can stand for the
 /// distance condition: `b` and `k` known before the scan starts (no column
 /// of this query level, so a TID scan can use it), one table (not one
@@ -463,6 +466,26 @@ unsafe fn covering_probe(
         f.probe,
         pg_sys::TIDARRAYOID,
         &[table.cast(), column.cast(), copy(b), copy(k)],
+    );
+    // With a NULL element, `ctid = ANY (...)` is true for the rows found
+    // and NULL for every other, never false: so `hamming(a, b) <= k AND
+    // ctid = ANY (...)` is NULL where `a` is NULL, as the condition it
+    // replaces is, also under NOT or as a value (false there would turn
+    // NOT (...) true for rows without a fingerprint). A TID scan skips the
+    // NULL.
+    let null_tid = pg_sys::makeConst(
+        pg_sys::TIDOID,
+        -1,
+        pg_sys::InvalidOid,
+        std::mem::size_of::<pg_sys::ItemPointerData>() as i32,
+        pg_sys::Datum::from(0usize),
+        true,
+        false,
+    );
+    let probe = call(
+        ARRAY_APPEND_FN,
+        pg_sys::TIDARRAYOID,
+        &[probe, null_tid.cast()],
     );
     // The row id of the same table, with `a`'s nulling marks and all.
     let ctid = copy(a).cast::<pg_sys::Var>();

@@ -13,7 +13,8 @@
 //!
 //! The planner support function (`crate::index`) turns a distance
 //! condition on a table with that layout into
-//! `hamming(fp, q) <= k AND ctid = ANY (simhash_probe(...))`, which a TID
+//! `hamming(fp, q) <= k AND ctid = ANY (array_append(simhash_probe(...),
+//! NULL))`, which a TID
 //! scan answers. Without a covering layout (an index being rebuilt, or a
 //! direct call) the probe is still exact: it reads the rows another layout
 //! that serves `k` points to, or scans the table.

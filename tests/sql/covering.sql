@@ -128,6 +128,22 @@ RESET enable_seqscan;
 SELECT (SELECT count(*) FROM cov_q q JOIN cov c ON c.fp <~> q.q <= 4)
      = (SELECT count(*) FROM cov_q q JOIN cov c ON (c.fp <~> q.q) + 0 <= 4) AS join_exact;
 
+-- Inside OR and NOT: a TID scan over both probes; a scan whose filter
+-- calls the probe only for rows within k (and answers from its cache).
+SELECT scan_of($$SELECT id FROM cov WHERE fp <~> hashint8extended(1, 9)::simhash64 <= 3
+                                        OR fp <~> 'f0f0f0f00f0f0f0f' <= 2$$) AS either;
+SELECT (SELECT array_agg(id ORDER BY id) FROM cov WHERE fp <~> hashint8extended(1, 9)::simhash64 <= 3
+                                                     OR fp <~> 'f0f0f0f00f0f0f0f' <= 2)
+     = (SELECT array_agg(id ORDER BY id) FROM cov WHERE (fp <~> hashint8extended(1, 9)::simhash64) + 0 <= 3
+                                                     OR (fp <~> 'f0f0f0f00f0f0f0f') + 0 <= 2) AS either_exact;
+-- Rows without a fingerprint: the condition is NULL for them, so NOT
+-- (...) does not return them, and as a value it is NULL, not false.
+SELECT (SELECT count(*) FROM cov WHERE NOT (fp <~> 'f0f0f0f00f0f0f0f' <= 5))
+     = (SELECT count(*) FROM cov WHERE NOT ((fp <~> 'f0f0f0f00f0f0f0f') + 0 <= 5)) AS negated_exact;
+SELECT (fp <~> 'f0f0f0f00f0f0f0f' <= 5) AS within, count(*)
+FROM cov GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS not_false_for_null FROM cov WHERE (fp <~> 'f0f0f0f00f0f0f0f' <= 5) IS NOT FALSE;
+
 -- The probe itself: row ids of the rows within k, in the table's order.
 SELECT cardinality(simhash_probe('cov', 'fp', 'f0f0f0f00f0f0f0f', 0)) AS copies,
        (SELECT array_agg(ctid ORDER BY ctid) FROM cov WHERE (fp <~> 'f0f0f0f00f0f0f0f') + 0 <= 0)
