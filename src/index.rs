@@ -392,7 +392,8 @@ unsafe fn indexed_layouts(
 /// distance condition: `b` and `k` known before the scan starts (no column
 /// of this query level, so a TID scan can use it), one table (not one
 /// read with its inheritance children, whose rows the probe of the parent
-/// would not see), no row-level security or security-barrier conditions (the probe
+/// would not see), a SELECT without row locks, no row-level security or
+/// security-barrier conditions (the probe
 /// is not leakproof, and sees every row), and no Citus (a distributed
 /// table's rows are on its shards, not in the table the coordinator
 /// plans).
@@ -412,6 +413,21 @@ unsafe fn covering_probe(
         || pg_sys::contain_vars_of_level(b, 0)
     {
         return None;
+    }
+    // Only in a read-only query without row locks, at this level and every
+    // one around it: a row re-checked after a concurrent update (UPDATE,
+    // DELETE, SELECT ... FOR UPDATE in READ COMMITTED) has a new row id,
+    // which the probe's list, made before, does not hold.
+    let mut level = root;
+    while !level.is_null() {
+        let parse = (*level).parse;
+        if parse.is_null()
+            || (*parse).commandType != pg_sys::CmdType::CMD_SELECT
+            || !(*parse).rowMarks.is_null()
+        {
+            return None;
+        }
+        level = (*level).parent_root;
     }
     let var = a.cast::<pg_sys::Var>();
     let rtable = PgList::<pg_sys::RangeTblEntry>::from_pg((*(*root).parse).rtable);
