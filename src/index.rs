@@ -59,7 +59,7 @@ use simhash_core::probe::{
     at_most_decimal, at_most_float, at_most_int, band_neighbors, EVERY_DISTANCE, MAX_PROBED_K,
 };
 
-use crate::layout::{band_indexes, KeyFunctions};
+use crate::layout::{band_indexes, BandIndexes, KeyFunctions};
 use crate::nodes::{call, copy, int4_const, int4_value, list, lookup_function, op};
 use crate::rewrite::unstable;
 use simhash_core::layout::Layout;
@@ -214,13 +214,13 @@ impl Functions {
     }
 }
 
-/// `left = ANY (right)` over int4 or int8.
-unsafe fn eq_any(left: *mut Node, right: *mut Node, layout: Layout) -> *mut Node {
+/// `left = ANY (right)` with the equality `(operator, function)`.
+unsafe fn eq_any(left: *mut Node, right: *mut Node, (opno, opfuncid): (Oid, Oid)) -> *mut Node {
     let saop: *mut pg_sys::ScalarArrayOpExpr =
         pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast();
     (*saop).xpr.type_ = NodeTag::T_ScalarArrayOpExpr;
-    (*saop).opno = equality(layout).0;
-    (*saop).opfuncid = equality(layout).1;
+    (*saop).opno = opno;
+    (*saop).opfuncid = opfuncid;
     (*saop).useOr = true;
     (*saop).args = list(&[left, right]);
     (*saop).location = -1;
@@ -271,16 +271,17 @@ unsafe fn simplify(
         pg_sys::get_func_namespace((*fcall).funcid),
         pg_sys::exprType(a),
     )?;
+    let within = op(
+        INT4_LE_OP,
+        pg_sys::BOOLOID,
+        call(f.hamming, pg_sys::INT4OID, &[copy(a), copy(b)]),
+        copy(k),
+    );
+    let table = table_of(root, a, &f.keys);
     // A table with the covering layout: the index-only probe, for a TID
     // scan (`crate::tids`).
-    if let Some(v) = k_const {
-        if let Some(probe) = covering_probe(root, a, b, k, v, &f) {
-            let within = op(
-                INT4_LE_OP,
-                pg_sys::BOOLOID,
-                call(f.hamming, pg_sys::INT4OID, &[copy(a), copy(b)]),
-                copy(k),
-            );
+    if let (Some(v), Some(t)) = (k_const, &table) {
+        if let Some(probe) = covering_probe(root, t, b, k, v, &f) {
             return Some(pg_sys::make_andclause(list(&[within, probe])).cast());
         }
     }
@@ -288,18 +289,13 @@ unsafe fn simplify(
     // read from its index definitions; the 16-bit bands (whose conditions
     // also match expression indexes on other forms of `a`) when that
     // cannot be known or the table has none.
-    let indexed = indexed_layouts(root, a, &f.keys);
+    let indexed = table.map(|t| t.indexes.layouts()).unwrap_or_default();
     let layouts = if indexed.is_empty() {
         vec![Layout::Bands16]
     } else {
         indexed
     };
-    let mut conditions = vec![op(
-        INT4_LE_OP,
-        pg_sys::BOOLOID,
-        call(f.hamming, pg_sys::INT4OID, &[copy(a), copy(b)]),
-        copy(k),
-    )];
+    let mut conditions = vec![within];
     for layout in layouts {
         let neighbors = match layout {
             Layout::Bands16 => f.neighbors16,
@@ -339,7 +335,7 @@ unsafe fn simplify(
                 _ => eq_any(
                     key_a,
                     call(neighbors, array_type, &[copy(b), int4_const(n), copy(k)]),
-                    layout,
+                    equality(layout),
                 ),
             };
             arms.push(arm);
@@ -356,34 +352,46 @@ unsafe fn simplify(
     Some(pg_sys::make_andclause(list(&conditions)).cast())
 }
 
-/// The band layouts the table whose column `a` is has every part of
-/// indexed; empty when `a` is not a plain column of a table of this query.
-unsafe fn indexed_layouts(
+/// The table a plain column of this query level belongs to, as the
+/// support function needs it: read once per call.
+struct Table {
+    rte: *mut pg_sys::RangeTblEntry,
+    var: *mut pg_sys::Var,
+    /// Its band indexes on the column, by layout.
+    indexes: BandIndexes,
+    row_security: bool,
+    has_children: bool,
+}
+
+/// The table whose column `a` is, or `None` when `a` is not a plain
+/// column of a table of this query.
+unsafe fn table_of(
     root: *mut pg_sys::PlannerInfo,
     a: *mut Node,
     keys: &KeyFunctions,
-) -> Vec<Layout> {
+) -> Option<Table> {
     if root.is_null() || (*root).parse.is_null() || !local_column(a) {
-        return Vec::new();
+        return None;
     }
     let var = a.cast::<pg_sys::Var>();
     let rtable = PgList::<pg_sys::RangeTblEntry>::from_pg((*(*root).parse).rtable);
-    let Some(rte) = usize::try_from((*var).varno - 1)
-        .ok()
-        .and_then(|i| rtable.get_ptr(i))
-    else {
-        return Vec::new();
-    };
+    let rte = rtable.get_ptr(usize::try_from((*var).varno - 1).ok()?)?;
     if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION || (*var).varattno <= 0 {
-        return Vec::new();
+        return None;
     }
     let rel = pg_sys::RelationIdGetRelation((*rte).relid);
     if rel.is_null() {
-        return Vec::new();
+        return None;
     }
-    let layouts = band_indexes(rel, (*var).varattno, keys).layouts();
+    let table = Table {
+        rte,
+        var,
+        indexes: band_indexes(rel, (*var).varattno, keys),
+        row_security: (*(*rel).rd_rel).relrowsecurity,
+        has_children: (*(*rel).rd_rel).relhassubclass,
+    };
     pg_sys::RelationClose(rel);
-    layouts
+    Some(table)
 }
 
 /// `ctid = ANY (array_append(simhash_probe(table, column, b, k), NULL))`
@@ -399,18 +407,22 @@ unsafe fn indexed_layouts(
 /// plans).
 unsafe fn covering_probe(
     root: *mut pg_sys::PlannerInfo,
-    a: *mut Node,
+    table: &Table,
     b: *mut Node,
     k: *mut Node,
     k_value: i32,
     f: &Functions,
 ) -> Option<*mut Node> {
+    let (rte, var) = (table.rte, table.var);
     if f.probe == pg_sys::InvalidOid
         || !crate::tids::covering_serves(k_value)
-        || root.is_null()
-        || (*root).parse.is_null()
-        || !local_column(a)
         || pg_sys::contain_vars_of_level(b, 0)
+        || table.indexes.covering().is_none()
+        || table.row_security
+        || ((*rte).inh && table.has_children)
+        || !(*rte).securityQuals.is_null()
+        || ((*rte).relkind as u8 != pg_sys::RELKIND_RELATION
+            && (*rte).relkind as u8 != pg_sys::RELKIND_MATVIEW)
     {
         return None;
     }
@@ -429,31 +441,7 @@ unsafe fn covering_probe(
         }
         level = (*level).parent_root;
     }
-    let var = a.cast::<pg_sys::Var>();
-    let rtable = PgList::<pg_sys::RangeTblEntry>::from_pg((*(*root).parse).rtable);
-    let rte = rtable.get_ptr(usize::try_from((*var).varno - 1).ok()?)?;
-    if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
-        || (*var).varattno <= 0
-        || !(*rte).securityQuals.is_null()
-        || ((*rte).relkind as u8 != pg_sys::RELKIND_RELATION
-            && (*rte).relkind as u8 != pg_sys::RELKIND_MATVIEW)
-        || pg_sys::get_extension_oid(c"citus".as_ptr(), true) != pg_sys::InvalidOid
-    {
-        return None;
-    }
-    let rel = pg_sys::RelationIdGetRelation((*rte).relid);
-    if rel.is_null() {
-        return None;
-    }
-    let row_security = (*(*rel).rd_rel).relrowsecurity;
-    let with_children = (*rte).inh && (*(*rel).rd_rel).relhassubclass;
-    let usable = !row_security
-        && !with_children
-        && band_indexes(rel, (*var).varattno, &f.keys)
-            .covering()
-            .is_some();
-    pg_sys::RelationClose(rel);
-    if !usable {
+    if pg_sys::get_extension_oid(c"citus".as_ptr(), true) != pg_sys::InvalidOid {
         return None;
     }
     let attname = pg_sys::get_attname((*rte).relid, (*var).varattno, true);
@@ -504,19 +492,11 @@ unsafe fn covering_probe(
         &[probe, null_tid.cast()],
     );
     // The row id of the same table, with `a`'s nulling marks and all.
-    let ctid = copy(a).cast::<pg_sys::Var>();
+    let ctid = copy(var.cast()).cast::<pg_sys::Var>();
     (*ctid).varattno = pg_sys::SelfItemPointerAttributeNumber as i16;
     (*ctid).varattnosyn = pg_sys::SelfItemPointerAttributeNumber as i16;
     (*ctid).vartype = pg_sys::TIDOID;
     (*ctid).vartypmod = -1;
     (*ctid).varcollid = pg_sys::InvalidOid;
-    let saop: *mut pg_sys::ScalarArrayOpExpr =
-        pg_sys::palloc0(std::mem::size_of::<pg_sys::ScalarArrayOpExpr>()).cast();
-    (*saop).xpr.type_ = NodeTag::T_ScalarArrayOpExpr;
-    (*saop).opno = TID_EQ_OP;
-    (*saop).opfuncid = TID_EQ_FN;
-    (*saop).useOr = true;
-    (*saop).args = list(&[ctid.cast(), probe]);
-    (*saop).location = -1;
-    Some(saop.cast())
+    Some(eq_any(ctid.cast(), probe, (TID_EQ_OP, TID_EQ_FN)))
 }
