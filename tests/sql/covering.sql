@@ -181,6 +181,11 @@ SELECT q, outcome(q) FROM unnest(ARRAY[
     $$SELECT simhash_probe('cov', 'note', 'f0f0f0f00f0f0f0f', 3)$$,
     $$SELECT simhash_probe('cov_parted', 'fp', 'f0f0f0f00f0f0f0f', 3)$$,
     $$SELECT simhash_probe('cov_q', 'q', 'f0f0f0f00f0f0f0f', 3)$$,
+    $$SELECT simhash_probe('cov', '', 'f0f0f0f00f0f0f0f', 3)$$,
+    $$SELECT simhash_probe('cov', 'ctid', 'f0f0f0f00f0f0f0f', 3)$$,
+    $$SELECT simhash_probe(4294967295::oid::regclass, 'fp', 'f0f0f0f00f0f0f0f', 3)$$,
+    $$SELECT simhash_probe('cov', 'fp', 'f0f0f0f00f0f0f0g', 3)$$,
+    $$SELECT cardinality(simhash_probe('cov', 'fp', 'f0f0f0f00f0f0f0f', 2147483647))$$,
     $$SELECT simhash_add_bands('cov', 'fp', '4x16d')$$,
     $$SELECT simhash_drop_bands('cov', 'fp', '4x16d')$$]) q;
 SET ROLE cov_reader;

@@ -114,6 +114,9 @@ SELECT simhash_band_layouts('sec_docs', 'fp') AS layouts,
        simhash_layout_for(1e9) AS layout_for_1e9,
        cardinality(simhash_band32_neighbors('0123456789abcdef', 1, 3)) AS half_neighbors;
 SELECT count(*) AS commands FROM simhash_band_commands('sec_docs', 'fp', '2x32', false);
+SELECT count(*) AS covering_indexes FROM simhash_add_bands('sec_docs', 'fp', '4x16c');
+SELECT (SELECT count(*) FROM sec_docs WHERE fp <~> (SELECT fp FROM sec_docs WHERE id = 1) <= 3) AS within_by_probe,
+       cardinality(simhash_probe('sec_docs', 'fp', (SELECT fp FROM sec_docs WHERE id = 1), 3)) AS probed;
 SET simhash.cluster_memory = '1kB';
 SELECT count(*) AS clustered_by_buckets FROM simhash_clusters('sec_docs', 'fp', 3);
 RESET simhash.cluster_memory;
