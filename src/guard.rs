@@ -47,7 +47,7 @@ use pgrx::prelude::*;
 
 use crate::errors;
 use crate::functions;
-use crate::layout::{band_indexes, KeyFunctions, PartIndex, BTREE_EQUAL};
+use crate::layout::{band_indexes, KeyFunctions, PartIndex};
 use crate::nodes::{lookup_function, oid_list};
 use simhash_core::layout::Layout;
 
@@ -761,25 +761,13 @@ unsafe fn collect_targets(
         errors::guard_no_column(&args.column.to_string_lossy(), &relation_name(relid))
     });
     let indexes = band_indexes(rel, fp_attno, functions);
-    // The covering bands where every band has one: the table only for the
-    // rows within k (bench/guard_layouts.sh: 2.3 times the halves' rate at
-    // k = 3 and 10M rows, 9 times at k = 7). Else the 32-bit halves where
-    // they serve k: almost no rows to recheck on a large table. Else the
-    // 16-bit bands, else a scan.
-    let covering = indexes
-        .covering()
-        .filter(|_| Layout::Bands16.serves(args.k));
-    let bands = match &covering {
-        Some(oids) => Some((
-            Layout::Bands16,
-            oids.iter().map(|&oid| (oid, BTREE_EQUAL)).collect(),
-        )),
-        None => [Layout::Halves32, Layout::Bands16]
-            .into_iter()
-            .filter(|layout| layout.serves(args.k))
-            .find_map(|layout| Some((layout, indexes.complete(layout)?))),
+    // The covering bands, else the halves, else the bands, else a scan
+    // (bench/guard_layouts.sh: the covering bands check 2.3 times the
+    // halves' rate at k = 3 and 10M rows, 9 times at k = 7).
+    let (bands, covering) = match indexes.to_probe(args.k) {
+        Some((layout, parts, covering)) => (Some((layout, parts)), covering),
+        None => (None, false),
     };
-    let covering = covering.is_some();
     pg_sys::table_close(rel, pg_sys::NoLock as c_int);
     let key_attno = attnum(relid, &args.key);
     out.push(Target {

@@ -23,7 +23,7 @@ use simhash_core::layout::Layout;
 use crate::nodes::{int4_value, lookup_function};
 
 /// Equality's strategy number in a B-tree and in a hash index.
-pub const BTREE_EQUAL: u16 = 3;
+const BTREE_EQUAL: u16 = 3;
 const HASH_EQUAL: u16 = 1;
 
 /// One part's index and the strategy number of its equality operator.
@@ -107,6 +107,22 @@ impl BandIndexes {
     /// fingerprint as an INCLUDE column), in band order, if all exist.
     pub fn covering(&self) -> Option<Vec<Oid>> {
         self.covering16.iter().copied().collect()
+    }
+
+    /// What a probe for distance `k` reads: the covering bands where every
+    /// band has one (the fingerprint from the index entry, `true`), else
+    /// the halves where they serve `k` (almost no rows to recheck on a
+    /// large table), else the 16-bit bands; `None` when no layout serves
+    /// `k` (a scan).
+    pub fn to_probe(&self, k: u32) -> Option<(Layout, Vec<PartIndex>, bool)> {
+        if let Some(oids) = self.covering().filter(|_| Layout::Bands16.serves(k)) {
+            let parts = oids.into_iter().map(|oid| (oid, BTREE_EQUAL)).collect();
+            return Some((Layout::Bands16, parts, true));
+        }
+        [Layout::Halves32, Layout::Bands16]
+            .into_iter()
+            .filter(|layout| layout.serves(k))
+            .find_map(|layout| Some((layout, self.complete(layout)?, false)))
     }
 
     fn set(&mut self, layout: Layout, n: usize, index: PartIndex) {

@@ -31,7 +31,7 @@ use simhash_core::layout::Layout;
 
 use crate::errors;
 use crate::guard::RLS_ENABLED;
-use crate::layout::{band_indexes, scan_key_value, KeyFunctions, BTREE_EQUAL};
+use crate::layout::{band_indexes, scan_key_value, KeyFunctions};
 
 /// The largest `k` the covering layout is probed for (the 16-bit bands').
 pub fn covering_serves(k: i32) -> bool {
@@ -145,47 +145,29 @@ fn simhash_probe_fn(
         let fp = fp as u64;
         let within = |other: u64| simhash_core::hamming(fp, other) <= k as u32;
         let mut tids = Vec::new();
-        let covering = indexes.covering().filter(|_| covering_serves(k));
-        let plain = indexes
-            .layouts()
-            .into_iter()
-            .filter(|l| l.serves(k as u32))
-            .find_map(|l| Some((l, indexes.complete(l)?)));
-        if let Some(parts) = covering {
-            // Index-only: the fingerprint from the index entry; the table only
-            // for the entries within k.
-            let probes = Layout::Bands16.probe(fp, k as u32).unwrap_or_default();
-            for (n, values) in probes {
-                let index = pg_sys::index_open(parts[n as usize], pg_sys::AccessShareLock as c_int);
-                let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
-                (*scan).xs_want_itup = true;
-                for value in values {
-                    pgrx::check_for_interrupts!();
-                    let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
-                    let (proc_, datum) = scan_key_value(Layout::Bands16, value);
-                    pg_sys::ScanKeyInit(&mut skey, 1, BTREE_EQUAL, proc_, datum);
-                    pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-                    covering_matches(scan, slot, &within, &mut |slot| {
-                        tids.push((*slot).tts_tid);
-                        true
-                    });
-                }
-                pg_sys::index_endscan(scan);
-                pg_sys::index_close(index, pg_sys::NoLock as c_int);
-            }
-        } else if let Some((layout, parts)) = plain {
-            // Another layout that serves k: its candidates, read from the table.
+        if let Some((layout, parts, covering)) = indexes.to_probe(k as u32) {
+            // Covering: the fingerprint from the index entry, the table only
+            // for the entries within k. Else the candidates, read from the
+            // table.
             let probes = layout.probe(fp, k as u32).unwrap_or_default();
             for (n, values) in probes {
                 let (index_oid, equal) = parts[n as usize];
                 let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
                 let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
+                (*scan).xs_want_itup = covering;
                 for value in values {
                     pgrx::check_for_interrupts!();
                     let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
                     let (proc_, datum) = scan_key_value(layout, value);
                     pg_sys::ScanKeyInit(&mut skey, 1, equal, proc_, datum);
                     pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+                    if covering {
+                        covering_matches(scan, slot, &within, &mut |slot| {
+                            tids.push((*slot).tts_tid);
+                            true
+                        });
+                        continue;
+                    }
                     while pg_sys::index_getnext_slot(
                         scan,
                         pg_sys::ScanDirection::ForwardScanDirection,
