@@ -64,7 +64,7 @@ use simhash_core::fingerprint::{
 use simhash_core::fold::Fold;
 use simhash_core::idf::{to_fixed, PassThrough};
 use simhash_core::text::{for_each_piece, for_each_piece_mapped};
-use simhash_core::weights::{expected_capped, expected_capped_x4, SelfInfo, Weighing};
+use simhash_core::weights::{expected_capped6_fast, SelfInfo, Weighing};
 use simhash_core::{Fingerprinter, Version};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -186,26 +186,16 @@ impl Stages {
             .iter()
             .map(|(&h, &(tf, kind))| (h, u64::from(tf), kind))
             .collect();
-        let mut chances = vec![0.0f64; distinct.len()];
         let mut looked = Vec::with_capacity(distinct.len());
         for &(h, _, kind) in &distinct {
             let (table, weighing) = self.weighing(kind);
             looked.push((table.get(h), weighing));
         }
         let mean = |i: usize| totals[distinct[i].2 as usize] as f64 * looked[i].0 .1;
-        let whole = distinct.len() / 4 * 4;
-        for start in (0..whole).step_by(4) {
-            let means = [0, 1, 2, 3].map(|j| mean(start + j));
-            let caps = [0, 1, 2, 3].map(|j| looked[start + j].1.cap);
-            chances[start..start + 4].copy_from_slice(&expected_capped_x4(means, caps));
-        }
-        for i in whole..distinct.len() {
-            chances[i] = expected_capped(mean(i), looked[i].1.cap);
-        }
         for (i, &(h, tf, _)) in distinct.iter().enumerate() {
             let ((s, _, known), weighing) = looked[i];
             let factor = if known { 1.0 } else { weighing.unknown };
-            let w = to_fixed(factor * weighing.weight_against(s, tf, chances[i]));
+            let w = weighing.fixed_weight(s, factor, tf, mean(i));
             if depth == Depth::Weigh {
                 sink = sink.wrapping_add(w as u64);
                 continue;
@@ -390,12 +380,9 @@ fn run() -> Result<(), String> {
             }
         }
         "chance_only" => {
-            for quad in means.chunks(4) {
-                let mut m = [0.0; 4];
-                m[..quad.len()].copy_from_slice(quad);
-                for c in black_box(expected_capped_x4(black_box(m), [6; 4])) {
-                    found.1 = found.1.wrapping_add(c.to_bits());
-                }
+            for &m in &means {
+                let c = black_box(expected_capped6_fast(black_box(m)));
+                found.1 = found.1.wrapping_add(c.unwrap_or(0.0).to_bits());
             }
         }
         "accumulate_only" => {

@@ -10,35 +10,54 @@
 //! per distinct token, without a map of the distinct tokens: memory stays
 //! constant whatever the text.
 //!
-//! The counters are sixteen `i64x4` vectors. Each takes four bits of the
-//! hash; a 16-entry table turns those four bits into lane masks (0 where
-//! the bit is 1, -1 where it is 0) and `(w ^ m) - m` negates `w` exactly in
-//! the lanes whose mask is -1. Integer arithmetic makes the sum exact and
-//! independent of order and platform.
+//! Counter `i` is `2 S_i - W`, where `W` is the sum of all the weights and
+//! `S_i` the sum of those whose hash has bit `i` set: so only `S_i` is
+//! kept, one masked add per bit, no negation. The 64 sums are eight
+//! `i32x8` vectors: each byte of the hash picks, from a 256-entry table,
+//! the lane masks of its eight bits, and `w & mask` adds `w` to the lanes
+//! whose bit is set. A weight below 2^23 in magnitude goes there (every
+//! version 3 weight does: at most 17.73 * 6 * 2^16); after 256 of them the
+//! 32-bit lanes, which cannot have overflowed, are added into 64-bit sums.
+//! A larger weight goes straight to the 64-bit sums. Integer arithmetic
+//! makes the sum exact and independent of order and platform; the scalar
+//! definition in the tests is the oracle.
 
-use wide::i64x4;
+use wide::i32x8;
 
-/// Lane masks for each value of a 4-bit group: lane `j` is 0 when bit `j`
-/// of the group is set (keep `+w`), and -1 when it is clear (negate).
-const NEGATE_MASKS: [[i64; 4]; 16] = {
-    let mut table = [[0i64; 4]; 16];
-    let mut nibble = 0;
-    while nibble < 16 {
+/// Lane masks for each value of a byte: lane `j` is -1 when bit `j` of the
+/// byte is set (add `w`), 0 when it is clear.
+const LANE_MASKS: [[i32; 8]; 256] = {
+    let mut table = [[0i32; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
         let mut lane = 0;
-        while lane < 4 {
-            table[nibble][lane] = if nibble & (1 << lane) != 0 { 0 } else { -1 };
+        while lane < 8 {
+            table[byte][lane] = if byte & (1 << lane) != 0 { -1 } else { 0 };
             lane += 1;
         }
-        nibble += 1;
+        byte += 1;
     }
     table
 };
 
+/// Weights below this in magnitude are summed in 32-bit lanes.
+const SMALL: i64 = 1 << 23;
+
+/// How many small weights the 32-bit lanes take before they are spilled:
+/// 256 * (2^23 - 1) < 2^31.
+const SPILL_EVERY: u32 = 256;
+
 /// The 64 signed counters of one fingerprint under construction.
 #[derive(Debug, Clone)]
 pub struct Accumulator {
-    counters: [i64x4; 16],
-    masks: [i64x4; 16],
+    /// `S_i` of the small weights since the last spill: bit `i` in lane
+    /// `i % 8` of vector `i / 8`.
+    small: [i32x8; 8],
+    pending: u32,
+    /// `S_i` of everything spilled and of the large weights.
+    set: [i64; 64],
+    /// `W`.
+    total: i64,
     features: u64,
 }
 
@@ -51,8 +70,10 @@ impl Default for Accumulator {
 impl Accumulator {
     pub fn new() -> Self {
         Accumulator {
-            counters: [i64x4::ZERO; 16],
-            masks: NEGATE_MASKS.map(i64x4::new),
+            small: [i32x8::ZERO; 8],
+            pending: 0,
+            set: [0; 64],
+            total: 0,
             features: 0,
         }
     }
@@ -60,12 +81,36 @@ impl Accumulator {
     /// Adds one occurrence of a feature with hash `hash` and weight `weight`.
     #[inline]
     pub fn add(&mut self, hash: u64, weight: i64) {
-        let w = i64x4::splat(weight);
-        for (group, counter) in self.counters.iter_mut().enumerate() {
-            let m = self.masks[((hash >> (4 * group)) & 0xF) as usize];
-            *counter += (w ^ m) - m;
+        if weight > -SMALL && weight < SMALL {
+            let w = i32x8::splat(weight as i32);
+            for (byte, sums) in self.small.iter_mut().enumerate() {
+                let mask = i32x8::from(LANE_MASKS[((hash >> (8 * byte)) & 0xFF) as usize]);
+                *sums += w & mask;
+            }
+            self.pending += 1;
+            if self.pending == SPILL_EVERY {
+                self.spill();
+            }
+        } else {
+            for (bit, sum) in self.set.iter_mut().enumerate() {
+                if hash >> bit & 1 == 1 {
+                    *sum += weight;
+                }
+            }
         }
+        self.total += weight;
         self.features += 1;
+    }
+
+    /// Moves the 32-bit sums into the 64-bit ones.
+    fn spill(&mut self) {
+        for (byte, sums) in self.small.iter_mut().enumerate() {
+            for (lane, v) in sums.to_array().into_iter().enumerate() {
+                self.set[8 * byte + lane] += i64::from(v);
+            }
+            *sums = i32x8::ZERO;
+        }
+        self.pending = 0;
     }
 
     /// How many occurrences were added.
@@ -76,8 +121,11 @@ impl Accumulator {
     /// The 64 counters, counter `i` at index `i`.
     pub fn counters(&self) -> [i64; 64] {
         let mut out = [0i64; 64];
-        for (group, v) in self.counters.iter().enumerate() {
-            out[4 * group..4 * group + 4].copy_from_slice(&v.to_array());
+        for (byte, sums) in self.small.iter().enumerate() {
+            for (lane, v) in sums.to_array().into_iter().enumerate() {
+                let i = 8 * byte + lane;
+                out[i] = 2 * (self.set[i] + i64::from(v)) - self.total;
+            }
         }
         out
     }
@@ -136,6 +184,48 @@ mod tests {
             assert_eq!(acc.finish(), scalar(&features), "n = {n}");
             assert_eq!(acc.features(), n as u64);
         }
+    }
+
+    #[test]
+    fn large_weights_and_many_features_match_the_scalar_definition() {
+        // Weights on both sides of the 32-bit lanes' limit, and enough
+        // features to spill them many times (also with the most each
+        // lane can take between spills).
+        let mut s = 4242;
+        for n in [255usize, 256, 257, 1000, 5000] {
+            let features: Vec<(u64, i64)> = (0..n)
+                .map(|i| {
+                    let h = splitmix(&mut s);
+                    let w = match i % 5 {
+                        0 => SMALL - 1,
+                        1 => -(SMALL - 1),
+                        2 => SMALL,
+                        3 => -(splitmix(&mut s) as i64 >> 20),
+                        _ => (splitmix(&mut s) % 100_000) as i64,
+                    };
+                    (h, w)
+                })
+                .collect();
+            let mut acc = Accumulator::new();
+            for &(h, w) in &features {
+                acc.add(h, w);
+            }
+            assert_eq!(acc.finish(), scalar(&features), "n = {n}");
+            let mut counters = [0i64; 64];
+            for &(h, w) in &features {
+                for (i, c) in counters.iter_mut().enumerate() {
+                    *c += if h >> i & 1 == 1 { w } else { -w };
+                }
+            }
+            assert_eq!(acc.counters(), counters, "n = {n}");
+        }
+        // The most a 32-bit lane holds: 256 times the largest small weight
+        // on one bit, then spilled.
+        let mut acc = Accumulator::new();
+        for _ in 0..SPILL_EVERY * 3 {
+            acc.add(u64::MAX, SMALL - 1);
+        }
+        assert_eq!(acc.counters()[63], i64::from(SPILL_EVERY * 3) * (SMALL - 1));
     }
 
     #[test]

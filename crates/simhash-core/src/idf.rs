@@ -138,10 +138,27 @@ impl IdfTable {
     }
 }
 
-/// `round(x * 2^16)`, the fixed-point form of a weight.
+/// `round(x * 2^16)` (halves away from zero), the fixed-point form of a
+/// weight.
+///
+/// The same value as `(x * 2^16).round() as i64`, without `f64::round`,
+/// which on x86-64 below SSE4.1 (the baseline every package is built
+/// for) is a call into the C library: version 3 rounds two or three times
+/// per feature, and the call took 8% of its time on Chinese news. Below
+/// 2^52 the part after the point, `y - trunc(y)`, is exact; from 2^52 on
+/// every double is a whole number; NaN gives 0 and the infinities
+/// saturate, as the cast does (`tests::to_fixed_rounds_as_round_does`).
 #[inline]
 pub fn to_fixed(x: f64) -> i64 {
-    (x * f64::from(1u32 << WEIGHT_FRACTION_BITS)).round() as i64
+    let y = x * f64::from(1u32 << WEIGHT_FRACTION_BITS);
+    if y.is_nan() || y.abs() >= 4_503_599_627_370_496.0 {
+        return y as i64;
+    }
+    let whole = y as i64;
+    let frac = y - whole as f64;
+    // Without branches: which way a weight rounds is a coin toss, and a
+    // mispredicted branch costs more than the rest of this function.
+    whole + i64::from(frac >= 0.5) - i64::from(frac <= -0.5)
 }
 
 /// The weight a fixed-point value stands for.
@@ -200,6 +217,48 @@ mod tests {
         assert_eq!(t.idf(xxh3_64(b"a")), 3.0);
         assert_eq!(t.weight(xxh3_64(b"f")), 2 << 16);
         assert_eq!(t.median(), 2.0);
+    }
+
+    #[test]
+    fn to_fixed_rounds_as_round_does() {
+        let reference = |x: f64| (x * 65536.0).round() as i64;
+        let mut values = vec![
+            0.0,
+            -0.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            2f64.powi(36),
+            -(2f64.powi(36)),
+            2f64.powi(47) - 0.5 / 65536.0,
+        ];
+        // Every half way point, and the doubles on either side of it.
+        for k in [0i64, 1, 2, 3, 1000, 123_456_789, 1 << 40, (1 << 52) - 1] {
+            for sign in [1.0, -1.0] {
+                let half = sign * (k as f64 + 0.5) / 65536.0;
+                let whole = sign * k as f64 / 65536.0;
+                values.extend([
+                    half,
+                    half.next_up(),
+                    half.next_down(),
+                    whole,
+                    whole.next_up(),
+                ]);
+                values.extend([whole.next_down()]);
+            }
+        }
+        let mut state = 3u64;
+        for _ in 0..200_000 {
+            let bits = crate::testutil::splitmix(&mut state);
+            values.push(f64::from_bits(bits));
+            values.push(((bits >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 1e3);
+        }
+        for x in values {
+            assert_eq!(to_fixed(x), reference(x), "{x:e}");
+        }
     }
 
     #[test]

@@ -29,11 +29,11 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::sync::LazyLock;
 
-use wide::f64x4;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::idf::PassThrough;
+use crate::idf::{to_fixed, PassThrough};
 
 /// e^-x for `x >= 0`, from basic arithmetic only: e^-x = (e^-1)^k *
 /// e^-(x - k) with `k = floor(x)`, the second factor by its Taylor series
@@ -79,38 +79,6 @@ pub fn expected_capped(mean: f64, cap: u32) -> f64 {
     f64::from(cap) - below
 }
 
-/// [`exp_neg`] of four values at once, each lane the same bits as
-/// [`exp_neg`] of that value: the same IEEE operations in the same order,
-/// four lanes wide. The Taylor series is a chain of 24 dependent
-/// multiplications and divisions, bound by their latency; four chains side
-/// by side cost about what one does. A lane outside `(0, 745]` (or NaN)
-/// takes the scalar function.
-pub fn exp_neg_x4(xs: [f64; 4]) -> [f64; 4] {
-    let k = xs.map(f64::floor);
-    let r = f64x4::from(xs) - f64x4::from(k);
-    let mut terms = [f64x4::ZERO; 24];
-    let mut t = f64x4::ONE;
-    for (i, slot) in terms.iter_mut().enumerate() {
-        *slot = t;
-        t = t * -r / f64x4::splat(i as f64 + 1.0);
-    }
-    let mut frac = f64x4::ZERO;
-    for t in terms.iter().rev() {
-        frac += *t;
-    }
-    let frac = frac.to_array();
-    let mut out = [0.0; 4];
-    for lane in 0..4 {
-        let x = xs[lane];
-        out[lane] = if x > 0.0 && x <= 745.0 {
-            whole_inv_e(k[lane] as u64) * frac[lane]
-        } else {
-            exp_neg(x)
-        };
-    }
-    out
-}
-
 /// (e^-1)^n by squaring, as [`exp_neg`] computes it.
 #[inline]
 fn whole_inv_e(mut n: u64) -> f64 {
@@ -126,27 +94,78 @@ fn whole_inv_e(mut n: u64) -> f64 {
     whole
 }
 
-/// [`expected_capped`] of four (mean, cap) pairs at once, each lane the
-/// same bits as the scalar function (see [`exp_neg_x4`]).
-pub fn expected_capped_x4(means: [f64; 4], caps: [u32; 4]) -> [f64; 4] {
-    let mean = f64x4::from(means);
-    let mut pk = f64x4::from(exp_neg_x4(means));
-    let mut below = f64x4::ZERO;
-    let longest = caps.iter().copied().max().unwrap_or(0);
-    for k in 0..longest {
-        // Lanes whose cap is reached keep their sum as it is.
-        let counting =
-            f64x4::from(caps.map(|c| if k < c { f64::from_bits(u64::MAX) } else { 0.0 }));
-        let factor = f64x4::from(caps.map(|c| f64::from(c.saturating_sub(k))));
-        below = counting.bitselect(below + factor * pk, below);
-        pk = pk * mean / f64x4::splat(f64::from(k + 1));
+/// The cap that [`expected_capped6_fast`] serves: both kinds of version 3
+/// features count up to six occurrences.
+pub const FAST_CAP: u32 = 6;
+
+/// Where [`expected_capped6_fast`] stops: from this mean on, E[min(X, 6)]
+/// is within 3e-15 of 6.
+const FAST_MEAN_LIMIT: f64 = 50.0;
+
+/// Steps per unit of the table of e^-x below.
+const FAST_STEPS: f64 = 64.0;
+
+/// `exp_neg(j / 64)` for `j` in `0..50 * 64`: 3,200 values, 25 KB.
+static EXP_STEPS: LazyLock<Vec<f64>> = LazyLock::new(|| {
+    (0..(FAST_MEAN_LIMIT * FAST_STEPS) as u32)
+        .map(|j| exp_neg(f64::from(j) / FAST_STEPS))
+        .collect()
+});
+
+/// How far [`expected_capped6_fast`] may be from [`expected_capped`] with
+/// cap 6, at most, for any mean: 2e-12.
+///
+/// Both are a few dozen rounded operations away from the exact value of
+/// E[min(X, 6)], each with a relative error of at most u = 2^-53:
+///
+/// - `expected_capped`: `exp_neg` is off by at most about (220 + 2m) u
+///   relative (24 Taylor terms of two roundings each and their sum, below
+///   70 u absolute on a value above e^-1; e^-1 raised to the whole part,
+///   at most 2m + 20 roundings), the Poisson sum adds 3 roundings a term,
+///   so `below` is off by at most (250 + 2m) u times its value
+///   e^-m P(m) <= 6, where P(m) = 6 + 5m + 2m^2 + m^3/2 + m^4/12 +
+///   m^5/120: that product is largest at m = 0, 1,500 u = 1.7e-13;
+/// - `expected_capped6_fast`: e^-m as a table value (an `exp_neg`, off by
+///   at most 320 u below m = 50) times a degree-6 polynomial in r < 1/64
+///   (truncation below 0.5 u, Horner 14 u), times P(m) by Horner (12 u):
+///   at most 360 u relative on e^-m P(m) <= 6, so 2,200 u = 2.4e-13
+///   absolute; past m = 50 it says 6, 3e-15 from the exact value.
+///
+/// Together at most 4.1e-13; the bound leaves a factor of almost five
+/// above that. `tests::the_fast_chance_is_within_its_bound` measures the
+/// largest distance over 300,000 means (about 1e-15).
+pub const CHANCE_ERROR: f64 = 2e-12;
+
+/// E[min(X, 6)] for X ~ Poisson(mean), within [`CHANCE_ERROR`] of
+/// [`expected_capped`]`(mean, 6)`, with no division and no loop: 6 - e^-m
+/// P(m), e^-m from a table of e^-j/64 and a short series in what is left.
+/// `None` for a mean that is negative, infinite or not a number (no text
+/// gives one).
+#[inline]
+pub fn expected_capped6_fast(mean: f64) -> Option<f64> {
+    if !(mean >= 0.0 && mean.is_finite()) {
+        return None;
     }
-    let below = below.to_array();
-    let mut out = [0.0; 4];
-    for lane in 0..4 {
-        out[lane] = f64::from(caps[lane]) - below[lane];
+    if mean >= FAST_MEAN_LIMIT {
+        return Some(6.0);
     }
-    out
+    let j = (mean * FAST_STEPS) as usize;
+    // Exact: j / 64 and mean are within 1/64 of each other.
+    let x = j as f64 / FAST_STEPS - mean;
+    const C: [f64; 7] = [
+        1.0,
+        1.0,
+        1.0 / 2.0,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+    ];
+    let series = ((((((C[6] * x + C[5]) * x + C[4]) * x + C[3]) * x + C[2]) * x + C[1]) * x) + C[0];
+    let e = EXP_STEPS[j] * series;
+    let m = mean;
+    let p = 6.0 + m * (5.0 + m * (2.0 + m * (0.5 + m * (1.0 / 12.0 + m * (1.0 / 120.0)))));
+    Some(6.0 - e * p)
 }
 
 /// Self-information per feature, keyed by the feature's xxh3-64 hash.
@@ -254,6 +273,32 @@ impl Weighing {
         self.weight_against(s, tf, 0.0)
     }
 
+    /// `to_fixed(factor * self.weight_against(s, tf, expected_capped(mean,
+    /// self.cap)))`, the fixed-point weight version 3 adds, the same bits,
+    /// mostly without the 24-term series of [`expected_capped`].
+    ///
+    /// That expression falls as the chance term rises (every rounding is
+    /// monotone, and `factor` and the scale are not negative), so when it
+    /// gives one integer for both ends of [`expected_capped6_fast`]'s
+    /// interval, plus or minus [`CHANCE_ERROR`], it gives that integer for
+    /// the exact chance term inside the interval too. Otherwise (about two
+    /// features in a million: the weight is within 2.3e-6 of a rounding
+    /// boundary) it is computed the slow way.
+    #[inline]
+    pub fn fixed_weight(&self, s: f64, factor: f64, tf: u64, mean: f64) -> i64 {
+        let fixed = |chance: f64| to_fixed(factor * self.weight_against(s, tf, chance));
+        let monotone = factor >= 0.0 && self.scale >= 0.0 && s >= 0.0 && s.is_finite();
+        if self.cap == FAST_CAP && monotone {
+            if let Some(chance) = expected_capped6_fast(mean) {
+                let high = fixed(chance - CHANCE_ERROR);
+                if high == fixed(chance + CHANCE_ERROR) {
+                    return high;
+                }
+            }
+        }
+        fixed(expected_capped(mean, self.cap))
+    }
+
     /// The weight of a feature seen `tf` times, less `chance`: what
     /// [`Self::weight`] computes once it has the chance term.
     pub fn weight_against(&self, s: f64, tf: u64, chance: f64) -> f64 {
@@ -288,55 +333,117 @@ mod tests {
         assert!(exp_neg(f64::NAN).is_nan());
     }
 
-    #[test]
-    fn four_lanes_give_the_scalar_bits() {
-        let mut state = 99u64;
-        let mut next = || crate::testutil::splitmix(&mut state);
-        let specials = [
+    /// Means spread over every range the chance term takes: tiny (short
+    /// texts, rare features), around the cap, and past the table.
+    fn means(count: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed;
+        let mut out = vec![
             0.0,
-            -0.0,
-            -1.5,
-            1e-300,
             5e-324,
+            1e-300,
+            1.0 / 64.0,
             0.999_999_999,
             1.0,
+            6.0,
+            49.999_999,
+            50.0,
             744.9,
-            745.0,
             745.1,
             1e9,
-            f64::NAN,
-            f64::INFINITY,
         ];
-        for round in 0..20_000 {
-            let mut xs = [0.0; 4];
-            let mut caps = [0u32; 4];
-            for lane in 0..4 {
-                let bits = next();
-                xs[lane] = match bits % 5 {
-                    0 => specials[(bits >> 8) as usize % specials.len()],
-                    1 => (bits >> 11) as f64 / (1u64 << 53) as f64,
-                    2 => (bits >> 11) as f64 / (1u64 << 53) as f64 * 30.0,
-                    3 => (bits >> 11) as f64 / (1u64 << 53) as f64 * 800.0,
-                    _ => f64::from_bits(bits >> 2),
-                };
-                caps[lane] = [1, 3, 6, 6, 10, 0][(bits >> 20) as usize % 6];
+        while out.len() < count {
+            let bits = crate::testutil::splitmix(&mut state);
+            let unit = (bits >> 11) as f64 / (1u64 << 53) as f64;
+            out.push(match bits % 4 {
+                0 => unit * 0.05,
+                1 => unit * 8.0,
+                2 => unit * 60.0,
+                _ => (unit * 40.0 - 30.0).exp2(),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn the_fast_chance_is_within_its_bound() {
+        let mut worst: f64 = 0.0;
+        for m in means(300_000, 99) {
+            let fast = expected_capped6_fast(m).expect("a mean >= 0");
+            worst = worst.max((fast - expected_capped(m, 6)).abs());
+        }
+        // Measured about 1e-15: a hundredth of the bound is a wide margin
+        // that still fails if the bound's reasoning went wrong.
+        assert!(worst < CHANCE_ERROR / 100.0, "{worst:e}");
+        assert_eq!(expected_capped6_fast(-1.0), None);
+        assert_eq!(expected_capped6_fast(f64::NAN), None);
+        assert_eq!(expected_capped6_fast(f64::INFINITY), None);
+    }
+
+    #[test]
+    fn the_fixed_weight_has_the_bits_of_the_series() {
+        let weighings = [
+            Weighing {
+                scale: 1.0,
+                cap: 6,
+                unknown: 1.0,
+                power: Power::One,
+            },
+            Weighing {
+                scale: 1.0,
+                cap: 6,
+                unknown: 0.3,
+                power: Power::Zero,
+            },
+            // Not the fast cap: the series every time.
+            Weighing {
+                scale: 1.0,
+                cap: 3,
+                unknown: 1.0,
+                power: Power::One,
+            },
+        ];
+        let mut state = 7u64;
+        let mut slow = 0;
+        let all = means(150_000, 5);
+        for (i, &m) in all.iter().enumerate() {
+            let bits = crate::testutil::splitmix(&mut state);
+            let w = &weighings[i % 3];
+            let s = (bits >> 11) as f64 / (1u64 << 53) as f64 * 18.0;
+            let factor = if bits & 1 == 0 { 1.0 } else { w.unknown };
+            let tf = 1 + (bits >> 3) % 8;
+            let exact = to_fixed(factor * w.weight_against(s, tf, expected_capped(m, w.cap)));
+            assert_eq!(
+                w.fixed_weight(s, factor, tf, m),
+                exact,
+                "{m} {s} {tf} {factor}"
+            );
+        }
+        // No fast chance: the series decides (0 * inf is NaN there).
+        let w = &weighings[0];
+        let exact = to_fixed(w.weight_against(3.0, 2, expected_capped(f64::INFINITY, 6)));
+        assert_eq!(w.fixed_weight(3.0, 1.0, 2, f64::INFINITY), exact);
+        // Weights on a rounding boundary: s * (tf - chance) * 65536 an
+        // odd multiple of one half, for which only the series decides.
+        for m in means(20_000, 11) {
+            let w = &weighings[0];
+            let chance = expected_capped(m, 6);
+            if chance.is_nan() || chance >= 1.0 || chance == 0.0 {
+                continue;
             }
-            let e = exp_neg_x4(xs);
-            let c = expected_capped_x4(xs, caps);
-            for lane in 0..4 {
-                let (x, cap) = (xs[lane], caps[lane]);
-                assert_eq!(
-                    e[lane].to_bits(),
-                    exp_neg(x).to_bits(),
-                    "round {round}: exp_neg({x:e})"
-                );
-                assert_eq!(
-                    c[lane].to_bits(),
-                    expected_capped(x, cap).to_bits(),
-                    "round {round}: expected_capped({x:e}, {cap})"
-                );
+            let target = ((1.0 - chance) * 65536.0).floor() + 0.5;
+            let s = target / 65536.0 / (1.0 - chance);
+            for s in [s, s.next_up(), s.next_down()] {
+                let exact = to_fixed(w.weight_against(s, 1, chance));
+                assert_eq!(w.fixed_weight(s, 1.0, 1, m), exact, "{m} {s}");
+                if let Some(fast) = expected_capped6_fast(m) {
+                    let hi = to_fixed(w.weight_against(s, 1, fast - CHANCE_ERROR));
+                    slow +=
+                        usize::from(hi != to_fixed(w.weight_against(s, 1, fast + CHANCE_ERROR)));
+                }
             }
         }
+        // The boundary cases do take the slow way.
+        assert!(slow > 1000, "{slow}");
     }
 
     #[test]

@@ -22,21 +22,22 @@ use std::hash::BuildHasherDefault;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::{Distinct, Fingerprinter, Interrupted, Kind, V3Feature, V3Options};
+use super::scan::{self, Sink};
+use super::{Distinct, Fingerprinter, Interrupted, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::idf::PassThrough;
 use crate::weights::SelfInfo;
 
-const FROM: u32 = 0x3400;
-const TO: u32 = 0xA000;
+pub(super) const FROM: u32 = 0x3400;
+pub(super) const TO: u32 = 0xA000;
 const HAN: usize = (TO - FROM) as usize;
 /// `0-9`, `a-z`, `^`, `$`.
-const SYMBOLS: usize = 38;
+pub(super) const SYMBOLS: usize = 38;
 const SIZE: usize = HAN + SYMBOLS * SYMBOLS * SYMBOLS;
 
 /// The symbol number of a byte of an ASCII trigram, or `SYMBOLS` for any
 /// other byte.
-const SYMBOL: [u8; 256] = {
+pub(super) const SYMBOL: [u8; 256] = {
     let mut table = [SYMBOLS as u8; 256];
     let mut b = 0;
     while b < 10 {
@@ -56,15 +57,50 @@ const SYMBOL: [u8; 256] = {
 /// The symbols in order, the inverse of [`SYMBOL`].
 const SYMBOL_BYTES: &[u8; SYMBOLS] = b"0123456789abcdefghijklmnopqrstuvwxyz^$";
 
-/// One feature of the table: its hash, kind and what its kind's table
-/// gives it. `alone` is false for a feature whose hash another one of the
-/// table shares (none does), which then takes the hash map.
+/// The table index of the trigram of symbols `a`, `b`, `c`, when all three
+/// are symbols.
+#[inline(always)]
+pub(super) fn gram_index(a: u8, b: u8, c: u8) -> Option<usize> {
+    let s = SYMBOLS as u8;
+    (a < s && b < s && c < s)
+        .then(|| HAN + (usize::from(a) * SYMBOLS + usize::from(b)) * SYMBOLS + usize::from(c))
+}
+
+/// The feature at table index `i`, as text.
+pub(super) fn feature_text(i: usize) -> String {
+    if i < HAN {
+        char::from_u32(FROM + i as u32)
+            .expect("no surrogate in U+3400..U+9FFF")
+            .to_string()
+    } else {
+        let i = i - HAN;
+        [
+            SYMBOL_BYTES[i / (SYMBOLS * SYMBOLS)],
+            SYMBOL_BYTES[i / SYMBOLS % SYMBOLS],
+            SYMBOL_BYTES[i % SYMBOLS],
+        ]
+        .iter()
+        .map(|&b| char::from(b))
+        .collect()
+    }
+}
+
+/// The kind of the feature at table index `i`.
+#[inline]
+fn kind_of(i: usize) -> Kind {
+    if i < HAN {
+        Kind::Han
+    } else {
+        Kind::Gram
+    }
+}
+
+/// One feature of the table: its hash and what its kind's table gives it
+/// (self-information, probability, listed).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     hash: u64,
-    kind: Kind,
     info: (f64, f64, bool),
-    alone: bool,
 }
 
 /// The table, and each hash's place in it.
@@ -72,83 +108,44 @@ struct Entry {
 pub(crate) struct DenseHan {
     entries: Vec<Entry>,
     by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>>,
+    /// Whether every feature of the table has a hash of its own (all do):
+    /// otherwise two of them would be one feature, and every text takes
+    /// the general path.
+    all_alone: bool,
 }
 
 impl DenseHan {
     pub(crate) fn new(han: &SelfInfo, grams: &SelfInfo) -> Self {
-        let mut entries = Vec::with_capacity(SIZE);
-        let mut buf = [0u8; 4];
-        for u in FROM..TO {
-            let c = char::from_u32(u).expect("no surrogate in U+3400..U+9FFF");
-            let hash = xxh3_64(c.encode_utf8(&mut buf).as_bytes());
-            entries.push(Entry {
-                hash,
-                kind: Kind::Han,
-                info: han.get(hash),
-                alone: true,
-            });
-        }
-        for i in 0..SYMBOLS * SYMBOLS * SYMBOLS {
-            let gram = [
-                SYMBOL_BYTES[i / (SYMBOLS * SYMBOLS)],
-                SYMBOL_BYTES[i / SYMBOLS % SYMBOLS],
-                SYMBOL_BYTES[i % SYMBOLS],
-            ];
-            let hash = xxh3_64(&gram);
-            entries.push(Entry {
-                hash,
-                kind: Kind::Gram,
-                info: grams.get(hash),
-                alone: true,
-            });
-        }
+        let entries: Vec<Entry> = (0..SIZE)
+            .map(|i| {
+                let hash = xxh3_64(feature_text(i).as_bytes());
+                let info = match kind_of(i) {
+                    Kind::Han => han.get(hash),
+                    Kind::Gram => grams.get(hash),
+                };
+                Entry { hash, info }
+            })
+            .collect();
         let mut by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>> =
             HashMap::with_capacity_and_hasher(SIZE, BuildHasherDefault::default());
-        for i in 0..entries.len() {
-            if let Some(other) = by_hash.insert(entries[i].hash, i as u32) {
-                entries[other as usize].alone = false;
-                entries[i].alone = false;
-            }
+        for (i, e) in entries.iter().enumerate() {
+            by_hash.insert(e.hash, i as u32);
         }
-        DenseHan { entries, by_hash }
-    }
-
-    /// The table index of Han character `c`, when it counts in the table.
-    #[inline]
-    fn han(&self, c: char) -> Option<usize> {
-        let u = c as u32;
-        if !(FROM..TO).contains(&u) {
-            return None;
+        DenseHan {
+            all_alone: by_hash.len() == entries.len(),
+            entries,
+            by_hash,
         }
-        let i = (u - FROM) as usize;
-        self.entries[i].alone.then_some(i)
-    }
-
-    /// The table index of trigram `g`, when it counts in the table.
-    #[inline]
-    fn gram(&self, g: &str) -> Option<usize> {
-        let &[a, b, c] = g.as_bytes() else {
-            return None;
-        };
-        let (a, b, c) = (
-            SYMBOL[a as usize] as usize,
-            SYMBOL[b as usize] as usize,
-            SYMBOL[c as usize] as usize,
-        );
-        if a == SYMBOLS || b == SYMBOLS || c == SYMBOLS {
-            return None;
-        }
-        let i = HAN + (a * SYMBOLS + b) * SYMBOLS + c;
-        self.entries[i].alone.then_some(i)
     }
 }
 
-/// Per-thread counts of the range, and which entries a text touched (so
-/// that only those are cleared). Left dirty by a walk that stopped half
-/// way (a cancel unwinds through it), so each use clears what the last one
-/// touched first.
+/// Per-thread counts of the table's features (saturating at 255: a
+/// weighing counts at most its cap, at most 255 here), and which entries a
+/// text touched (so that only those are cleared). Left dirty by a walk
+/// that stopped half way (a cancel unwinds through it), so each use clears
+/// what the last one touched first.
 struct Counts {
-    tf: Vec<u32>,
+    tf: Vec<u8>,
     touched: Vec<u32>,
 }
 
@@ -156,9 +153,73 @@ thread_local! {
     static COUNTS: RefCell<Counts> = const { RefCell::new(Counts { tf: Vec::new(), touched: Vec::new() }) };
 }
 
+/// What the scan counts: the table's features by index, the others by
+/// hash in a map, and how many features of each kind the text has.
+struct Counting<'a> {
+    tf: &'a mut [u8],
+    touched: &'a mut Vec<u32>,
+    others: HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>,
+    totals: [u64; 2],
+    bound: usize,
+    too_many: bool,
+}
+
+impl Counting<'_> {
+    #[inline(always)]
+    fn bump(&mut self, i: usize) {
+        let tf = &mut self.tf[i];
+        if *tf == 0 {
+            self.touched.push(i as u32);
+        }
+        *tf = tf.saturating_add(1);
+    }
+
+    fn other(&mut self, hash: u64, kind: Kind) {
+        if self.too_many {
+            return;
+        }
+        let tf = &mut self.others.entry(hash).or_insert((0, kind)).0;
+        *tf = tf.saturating_add(1);
+        if self.others.len() + self.touched.len() > self.bound {
+            self.too_many = true;
+        }
+    }
+}
+
+impl Sink for Counting<'_> {
+    #[inline(always)]
+    fn dense_han(&mut self, i: usize) {
+        self.totals[Kind::Han as usize] += 1;
+        self.bump(i);
+    }
+
+    #[inline(always)]
+    fn dense_gram(&mut self, i: usize) {
+        self.totals[Kind::Gram as usize] += 1;
+        self.bump(i);
+    }
+
+    fn han(&mut self, c: char) {
+        self.totals[Kind::Han as usize] += 1;
+        let mut buf = [0u8; 4];
+        self.other(xxh3_64(c.encode_utf8(&mut buf).as_bytes()), Kind::Han);
+    }
+
+    fn gram(&mut self, g: [char; 3]) {
+        self.totals[Kind::Gram as usize] += 1;
+        let mut buf = [0u8; 12];
+        let mut len = 0;
+        for c in g {
+            len += c.encode_utf8(&mut buf[len..]).len();
+        }
+        self.other(xxh3_64(&buf[..len]), Kind::Gram);
+    }
+}
+
 /// Version 3 through the table: `Ok(Some(fingerprint))`, or `Ok(None)`
 /// when the text must take the general path (a hash collision with a
-/// counted character, or more distinct features than `bound`).
+/// counted character, more distinct features than `bound`, or a cap the
+/// saturating counts cannot hold).
 pub(super) fn fingerprint_v3(
     fp: &Fingerprinter,
     opts: &V3Options,
@@ -166,6 +227,9 @@ pub(super) fn fingerprint_v3(
     go_on: &mut impl FnMut() -> bool,
     bound: usize,
 ) -> Result<Option<Option<u64>>, Interrupted> {
+    if !fp.dense.all_alone || opts.han.cap > 255 || opts.gram.cap > 255 {
+        return Ok(None);
+    }
     COUNTS.with(|cell| {
         let Ok(mut counts) = cell.try_borrow_mut() else {
             // Re-entered (not done by any caller): the general path.
@@ -180,39 +244,17 @@ pub(super) fn fingerprint_v3(
         }
         counts.touched.clear();
 
-        let mut others: HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>> =
-            HashMap::default();
-        let mut totals = [0u64; 2];
-        let mut too_many = false;
-        let mut buf = [0u8; 4];
-        fp.walk_v3(text, &mut *go_on, |feature| {
-            let (kind, counted) = match feature {
-                V3Feature::Han(c) => (Kind::Han, fp.dense.han(c)),
-                V3Feature::Gram(g) => (Kind::Gram, fp.dense.gram(g)),
-            };
-            totals[kind as usize] += 1;
-            if let Some(i) = counted {
-                let tf = &mut counts.tf[i];
-                if *tf == 0 {
-                    counts.touched.push(i as u32);
-                }
-                *tf = tf.saturating_add(1);
-                return;
-            }
-            let hash = match feature {
-                V3Feature::Han(c) => xxh3_64(c.encode_utf8(&mut buf).as_bytes()),
-                V3Feature::Gram(g) => xxh3_64(g.as_bytes()),
-            };
-            if too_many {
-                return;
-            }
-            let tf = &mut others.entry(hash).or_insert((0, kind)).0;
-            *tf = tf.saturating_add(1);
-            if others.len() + counts.touched.len() > bound {
-                too_many = true;
-            }
-        })?;
-        if too_many {
+        let counting = Counting {
+            tf: &mut counts.tf,
+            touched: &mut counts.touched,
+            others: HashMap::default(),
+            totals: [0; 2],
+            bound,
+            too_many: false,
+        };
+        let counted = scan::scan(&fp.fold, &fp.fast, text, counting, &mut *go_on)?;
+        let (others, totals) = (counted.others, counted.totals);
+        if counted.too_many {
             return Ok(None);
         }
         // A feature of the map with the hash of a feature the table
@@ -231,7 +273,8 @@ pub(super) fn fingerprint_v3(
         let mut distinct: Vec<Distinct> = Vec::with_capacity(counts.touched.len() + others.len());
         for &i in &counts.touched {
             let e = &fp.dense.entries[i as usize];
-            distinct.push((e.hash, e.kind, u64::from(counts.tf[i as usize]), e.info));
+            let kind = kind_of(i as usize);
+            distinct.push((e.hash, kind, u64::from(counts.tf[i as usize]), e.info));
         }
         for (&h, &(tf, kind)) in &others {
             distinct.push((h, kind, u64::from(tf), fp.look_up_v3(kind, h)));
@@ -338,7 +381,7 @@ mod tests {
     fn every_feature_of_the_table_has_its_own_hash() {
         let fp = super::super::tests::shared();
         assert_eq!(fp.dense.entries.len(), SIZE);
-        assert!(fp.dense.entries.iter().all(|e| e.alone));
+        assert!(fp.dense.all_alone);
         assert_eq!(fp.dense.by_hash.len(), SIZE);
     }
 
@@ -347,21 +390,25 @@ mod tests {
         let fp = super::super::tests::shared();
         let mut buf = [0u8; 4];
         for c in ['㐀', '一', '的', '鿿'] {
-            let i = fp.dense.han(c).unwrap();
-            assert_eq!(
-                fp.dense.entries[i].hash,
-                xxh3_64(c.encode_utf8(&mut buf).as_bytes())
-            );
-            assert_eq!(fp.dense.entries[i].kind, Kind::Han);
+            let i = (c as u32 - FROM) as usize;
+            assert_eq!(feature_text(i), c.to_string());
+            let hash = xxh3_64(c.encode_utf8(&mut buf).as_bytes());
+            assert_eq!(fp.dense.entries[i].hash, hash);
+            assert_eq!(kind_of(i), Kind::Han);
+            assert_eq!(fp.dense.entries[i].info, fp.look_up_v3(Kind::Han, hash));
         }
         for g in ["^ab", "abc", "z9$", "^x$", "000"] {
-            let i = fp.dense.gram(g).unwrap();
+            let [a, b, c] = [0, 1, 2].map(|k| SYMBOL[g.as_bytes()[k] as usize]);
+            let i = gram_index(a, b, c).unwrap();
+            assert_eq!(feature_text(i), g);
             assert_eq!(fp.dense.entries[i].hash, xxh3_64(g.as_bytes()));
-            assert_eq!(fp.dense.entries[i].kind, Kind::Gram);
+            assert_eq!(kind_of(i), Kind::Gram);
+            let info = fp.look_up_v3(Kind::Gram, xxh3_64(g.as_bytes()));
+            assert_eq!(fp.dense.entries[i].info, info);
         }
-        for g in ["ab", "abcd", "^é$", "A^b", "a b"] {
-            assert_eq!(fp.dense.gram(g), None, "{g:?}");
+        for g in ["A^b", "a b", "é12"] {
+            let [a, b, c] = [0, 1, 2].map(|k| SYMBOL[g.as_bytes()[k] as usize]);
+            assert_eq!(gram_index(a, b, c), None, "{g:?}");
         }
-        assert_eq!(fp.dense.han('𠀀'), None);
     }
 }

@@ -1,0 +1,457 @@
+//! Version 3's features read straight off the UTF-8 bytes, in one pass.
+//!
+//! The definition's steps 1 to 3 ([`crate::text::for_each_piece_mapped`]:
+//! NFKC, lower case, fold, pieces; then
+//! [`Fingerprinter::walk_v3`](super::Fingerprinter::walk_v3): Han
+//! characters and the trigrams of other words) build each piece in a
+//! string, walk it again by `char`, keep each word in a vector and each
+//! trigram in another string before it is hashed. This module hands on
+//! the same features in the same order without any of that:
+//!
+//! - an ASCII byte (when the character after it is ASCII or a unified
+//!   ideograph too, so that no combining mark can follow it) is lowered
+//!   and given its symbol number at once; the trigram is the last three
+//!   symbol numbers, an index into the dense table;
+//! - a unified ideograph (U+3400..U+4DBF, U+4E00..U+9FFF) is decoded from
+//!   its three bytes and folded through a table by code point that gives
+//!   the dense index of its simplified form;
+//! - anything else (and an ASCII character before it) goes through NFKC
+//!   and the general character path, as before.
+//!
+//! What it hands on is checked against `walk_v3` feature by feature
+//! (`tests::the_scan_hands_on_what_the_walk_does`).
+
+use unicode_normalization::UnicodeNormalization;
+
+use super::dense::{gram_index, FROM, SYMBOL, SYMBOLS, TO};
+use crate::fold::Fold;
+use crate::text::{is_han, MAX_PIECE_CHARS};
+
+/// Where the scan hands each feature, in text order.
+pub(crate) trait Sink {
+    /// A Han character of the dense table, by its index.
+    fn dense_han(&mut self, index: usize);
+    /// A trigram of the dense table, by its index.
+    fn dense_gram(&mut self, index: usize);
+    /// A Han character outside the table.
+    fn han(&mut self, c: char);
+    /// A trigram outside the table.
+    fn gram(&mut self, g: [char; 3]);
+}
+
+/// How many characters go by between two calls of `go_on`.
+const CHECK_EVERY: u32 = 16 * 1024;
+
+/// `FAST_HAN[c - FROM]` for a unified ideograph `c` whose folded form is a
+/// Han character of the dense table: that character's index. Any other
+/// (a fold out of the table's range or to a character that is not Han)
+/// is [`GENERAL`].
+const GENERAL: u16 = u16::MAX;
+
+/// The scan's table: each unified ideograph's folded form, by code point.
+#[derive(Debug, Clone)]
+pub(crate) struct FastHan {
+    folded: Vec<u16>,
+}
+
+impl FastHan {
+    pub(crate) fn new(fold: &Fold) -> Self {
+        let folded = (FROM..TO)
+            .map(|u| {
+                let Some(c) = char::from_u32(u) else {
+                    return GENERAL;
+                };
+                let m = fold.char(c);
+                let mu = m as u32;
+                if is_han(m) && (FROM..TO).contains(&mu) {
+                    (mu - FROM) as u16
+                } else {
+                    GENERAL
+                }
+            })
+            .collect();
+        FastHan { folded }
+    }
+}
+
+/// The code point of the unified ideograph at `bytes[i..]` (three bytes,
+/// U+3400..U+4DBF or U+4E00..U+9FFF), if there is one. `bytes` is valid
+/// UTF-8 and `i` a character boundary.
+#[inline(always)]
+fn ideograph_at(bytes: &[u8], i: usize) -> Option<u32> {
+    let b0 = *bytes.get(i)?;
+    if !(0xE3..=0xE9).contains(&b0) {
+        return None;
+    }
+    // A lead byte of a three-byte sequence in valid UTF-8: two
+    // continuation bytes follow.
+    let u = (u32::from(b0 & 0x0F) << 12)
+        | (u32::from(bytes[i + 1] & 0x3F) << 6)
+        | u32::from(bytes[i + 2] & 0x3F);
+    ((0x3400..=0x4DBF).contains(&u) || (0x4E00..=0x9FFF).contains(&u)).then_some(u)
+}
+
+/// The symbol number of `c` in the dense trigram table, or `SYMBOLS`.
+#[inline(always)]
+fn symbol(c: char) -> u8 {
+    if c.is_ascii() {
+        SYMBOL[c as usize]
+    } else {
+        SYMBOLS as u8
+    }
+}
+
+/// The state of one scan: the word being cut into trigrams, and the
+/// length of the current piece.
+struct Scan<'a, S> {
+    fold: &'a Fold,
+    fast: &'a FastHan,
+    sink: S,
+    /// Whether a word is open (`^` and at least one character).
+    open: bool,
+    /// The last two characters of the open word, and their symbols.
+    a: char,
+    b: char,
+    sa: u8,
+    sb: u8,
+    /// Word characters in the current piece.
+    piece: usize,
+}
+
+impl<S: Sink> Scan<'_, S> {
+    #[inline(always)]
+    fn trigram(&mut self, c: char, sc: u8) {
+        if let Some(i) = gram_index(self.sa, self.sb, sc) {
+            self.sink.dense_gram(i);
+        } else {
+            self.sink.gram([self.a, self.b, c]);
+        }
+    }
+
+    /// A character of a word other than Han, with its symbol.
+    #[inline(always)]
+    fn push(&mut self, c: char, sc: u8) {
+        if self.open {
+            self.trigram(c, sc);
+        } else {
+            // `^` and the first character: the first trigram needs one
+            // more (or the `$` of the end).
+            self.open = true;
+            self.b = '^';
+            self.sb = SYMBOL[b'^' as usize];
+        }
+        self.a = self.b;
+        self.sa = self.sb;
+        self.b = c;
+        self.sb = sc;
+    }
+
+    /// Ends the open word with `$`.
+    #[inline(always)]
+    fn end_word(&mut self) {
+        if self.open {
+            self.trigram('$', SYMBOL[b'$' as usize]);
+            self.open = false;
+        }
+    }
+
+    /// One more character in the piece: at [`MAX_PIECE_CHARS`] the piece
+    /// is cut, which ends the word.
+    #[inline(always)]
+    fn count(&mut self) {
+        self.piece += 1;
+        if self.piece == MAX_PIECE_CHARS {
+            self.end_piece();
+        }
+    }
+
+    /// A character that is not a word character ends the piece.
+    #[inline(always)]
+    fn end_piece(&mut self) {
+        self.end_word();
+        self.piece = 0;
+    }
+
+    /// A word character, normalized, lowered and folded.
+    #[inline]
+    fn word(&mut self, m: char) {
+        if is_han(m) {
+            self.end_word();
+            let u = m as u32;
+            if (FROM..TO).contains(&u) {
+                self.sink.dense_han((u - FROM) as usize);
+            } else {
+                self.sink.han(m);
+            }
+        } else {
+            self.push(m, symbol(m));
+        }
+        self.count();
+    }
+
+    /// An ASCII byte whose character NFKC leaves alone.
+    #[inline(always)]
+    fn ascii(&mut self, b: u8) {
+        if b.is_ascii_alphanumeric() {
+            let l = b.to_ascii_lowercase();
+            self.push(char::from(l), SYMBOL[l as usize]);
+            self.count();
+        } else {
+            self.end_piece();
+        }
+    }
+
+    /// A unified ideograph `u`.
+    #[inline(always)]
+    fn ideograph(&mut self, u: u32) {
+        let i = self.fast.folded[(u - FROM) as usize];
+        if i == GENERAL {
+            let c = char::from_u32(u).expect("an ideograph");
+            self.word(self.fold.char(c));
+        } else {
+            self.end_word();
+            self.sink.dense_han(usize::from(i));
+            self.count();
+        }
+    }
+
+    /// A stretch of text that takes NFKC.
+    fn slow(&mut self, text: &str, steps: &mut u32, go_on: &mut impl FnMut() -> bool) -> bool {
+        for n in text.nfkc() {
+            for lc in n.to_lowercase() {
+                if lc.is_alphanumeric() {
+                    self.word(self.fold.char(lc));
+                } else {
+                    self.end_piece();
+                }
+            }
+            *steps -= 1;
+            if *steps == 0 {
+                if !go_on() {
+                    return false;
+                }
+                *steps = CHECK_EVERY;
+            }
+        }
+        true
+    }
+}
+
+/// Hands each version 3 feature of `text` to `sink`, in text order: the
+/// features of [`Fingerprinter::walk_v3`](super::Fingerprinter::walk_v3),
+/// with the table's features by index. `go_on` is called at the start and
+/// then every [`CHECK_EVERY`] characters; `false` when it said stop.
+pub(crate) fn scan<S: Sink>(
+    fold: &Fold,
+    fast: &FastHan,
+    text: &str,
+    sink: S,
+    mut go_on: impl FnMut() -> bool,
+) -> Result<S, super::Interrupted> {
+    let mut s = Scan {
+        fold,
+        fast,
+        sink,
+        open: false,
+        a: '^',
+        b: '^',
+        sa: 0,
+        sb: 0,
+        piece: 0,
+    };
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    // The start of the stretch that takes NFKC, if one is open.
+    let mut slow_from: Option<usize> = None;
+    let mut steps = 1u32;
+    let mut i = 0;
+    while i < n {
+        steps -= 1;
+        if steps == 0 {
+            if !go_on() {
+                return Err(super::Interrupted);
+            }
+            steps = CHECK_EVERY;
+        }
+        let b = bytes[i];
+        if b < 0x80 {
+            // Fast only when the next character is fast too: an ASCII
+            // letter composes with a combining mark after it.
+            let next_fast =
+                i + 1 == n || bytes[i + 1] < 0x80 || ideograph_at(bytes, i + 1).is_some();
+            if !next_fast {
+                slow_from.get_or_insert(i);
+                i += 1;
+                continue;
+            }
+            if let Some(from) = slow_from.take() {
+                if !s.slow(&text[from..i], &mut steps, &mut go_on) {
+                    return Err(super::Interrupted);
+                }
+            }
+            s.ascii(b);
+            i += 1;
+        } else if let Some(u) = ideograph_at(bytes, i) {
+            if let Some(from) = slow_from.take() {
+                if !s.slow(&text[from..i], &mut steps, &mut go_on) {
+                    return Err(super::Interrupted);
+                }
+            }
+            s.ideograph(u);
+            i += 3;
+        } else {
+            slow_from.get_or_insert(i);
+            // The length of this character, from its lead byte.
+            i += match b {
+                0xF0.. => 4,
+                0xE0.. => 3,
+                _ => 2,
+            };
+        }
+    }
+    if let Some(from) = slow_from {
+        if !s.slow(&text[from..], &mut steps, &mut go_on) {
+            return Err(super::Interrupted);
+        }
+    }
+    s.end_piece();
+    Ok(s.sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dense::feature_text;
+    use super::super::{tests::shared, Kind, V3Feature};
+    use super::*;
+    use crate::testutil::splitmix;
+
+    /// Writes down what the scan hands on, as `walk_v3` would name it.
+    #[derive(Default)]
+    struct Record(Vec<(Kind, String)>);
+
+    impl Sink for Record {
+        fn dense_han(&mut self, index: usize) {
+            self.0.push((Kind::Han, feature_text(index)));
+        }
+        fn dense_gram(&mut self, index: usize) {
+            self.0.push((Kind::Gram, feature_text(index)));
+        }
+        fn han(&mut self, c: char) {
+            self.0.push((Kind::Han, c.to_string()));
+        }
+        fn gram(&mut self, g: [char; 3]) {
+            self.0.push((Kind::Gram, g.iter().collect()));
+        }
+    }
+
+    fn scanned(text: &str) -> Vec<(Kind, String)> {
+        let fp = shared();
+        scan(&fp.fold, &fp.fast, text, Record::default(), || true)
+            .unwrap()
+            .0
+    }
+
+    fn walked(text: &str) -> Vec<(Kind, String)> {
+        let mut out = Vec::new();
+        shared()
+            .walk_v3(
+                text,
+                || true,
+                |f| match f {
+                    V3Feature::Han(c) => out.push((Kind::Han, c.to_string())),
+                    V3Feature::Gram(g) => out.push((Kind::Gram, g.to_owned())),
+                },
+            )
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn the_scan_hands_on_what_the_walk_does() {
+        let cases = [
+            "",
+            "a",
+            "ab",
+            "Hello, World! 2024年",
+            "中文abc中def",
+            "國務院總理 abc國def",
+            "cafe\u{301} e\u{301}\u{302}e",
+            "a\u{301}",
+            "中\u{301}文",
+            "\u{F900}\u{F901}中 \u{F902}\u{2FA8}",
+            "ＡＢＣ中文ａｂｃ１２３",
+            "ﬁﬂ ﬃ",
+            "ΟΔΟΣ Σ éèê àâä ñõö",
+            "x\u{0}y\u{7f}z",
+            "繐 ䷀䷁ ㄅ",
+            "《人民日报》１９９８年１月１日：新年献词。",
+        ];
+        for t in cases {
+            assert_eq!(scanned(t), walked(t), "{t:?}");
+        }
+        // Runs past the piece length, of every kind of character.
+        for long in [
+            "a".repeat(MAX_PIECE_CHARS * 2 + 5),
+            "字".repeat(MAX_PIECE_CHARS + 1),
+            format!("{}é{}", "ab".repeat(300), "字x".repeat(400)),
+            "é".repeat(MAX_PIECE_CHARS + 3),
+        ] {
+            assert_eq!(scanned(&long), walked(&long), "{} chars", long.len());
+        }
+        let pool: Vec<char> = "aZ9 ,.^$中文字國語車門\u{301}\u{308}\u{327}é\u{F900}\u{F902}\u{2FA8}ＡＢ１，。\u{3000}Σσς\u{1100}\u{1161}İﬁ😀\u{200B}\u{FF9E}ｶ繐䷀㐀鿿𠀀"
+            .chars()
+            .collect();
+        let mut state = 0x5EED_u64;
+        for round in 0..30_000 {
+            let len = (splitmix(&mut state) % 24) as usize;
+            let t: String = (0..len)
+                .map(|_| pool[(splitmix(&mut state) % pool.len() as u64) as usize])
+                .collect();
+            assert_eq!(scanned(&t), walked(&t), "round {round}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn the_scan_stops_when_told() {
+        let fp = shared();
+        let text = "天地玄黄".repeat(10);
+        let mut calls = 0;
+        let stopped = scan(&fp.fold, &fp.fast, &text, Record::default(), || {
+            calls += 1;
+            false
+        });
+        assert!(stopped.is_err());
+        assert_eq!(calls, 1);
+        // A long text is checked every CHECK_EVERY characters, through
+        // the NFKC stretches too.
+        for unit in ["字", "a", "😀", "é"] {
+            let text = unit.repeat(CHECK_EVERY as usize * 3);
+            let mut calls = 0;
+            scan(&fp.fold, &fp.fast, &text, Record::default(), || {
+                calls += 1;
+                true
+            })
+            .unwrap();
+            assert!(calls >= 3, "{unit}: {calls} calls");
+        }
+    }
+
+    #[test]
+    fn the_fold_table_agrees_with_the_fold() {
+        let fp = shared();
+        for u in (0x3400..=0x4DBF).chain(0x4E00..=0x9FFF) {
+            let c = char::from_u32(u).unwrap();
+            let m = fp.fold.char(c);
+            let i = fp.fast.folded[(u - FROM) as usize];
+            if i == GENERAL {
+                assert!(!is_han(m) || !(FROM..TO).contains(&(m as u32)), "{c}");
+            } else {
+                assert_eq!(u32::from(i) + FROM, m as u32, "{c}");
+            }
+        }
+        // ASCII letters and digits are never folded.
+        for b in (b'0'..=b'9').chain(b'a'..=b'z') {
+            assert_eq!(fp.fold.char(char::from(b)), char::from(b));
+        }
+    }
+}
