@@ -201,8 +201,8 @@ pub struct Fingerprinter {
     /// Version 3's common features (Han characters, ASCII trigrams) in a
     /// table by index.
     dense: dense::DenseHan,
-    /// Each unified ideograph's folded form, by code point, for the scan.
-    fast: scan::FastHan,
+    /// The scan's tables: folded ideographs, and classes of characters.
+    fast: scan::ScanTables,
 }
 
 impl std::fmt::Debug for Fingerprinter {
@@ -263,7 +263,7 @@ impl Fingerprinter {
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
-            fast: scan::FastHan::new(&fold),
+            fast: scan::ScanTables::new(&fold),
             fold,
             oov_weight: to_fixed(V2_OOV_IDF),
             dense: dense::DenseHan::new(&han, &grams),
@@ -598,10 +598,11 @@ impl Fingerprinter {
         }
     }
 
-    /// (self-information, factor, fixed-point weight) of a version 3
-    /// feature seen `tf` times in a text with `totals` features of each
-    /// kind, with one table lookup; the factor is what a feature missing
-    /// from its table is scaled by (1 for one the table lists).
+    /// (self-information, fixed-point weight) of a version 3 feature seen
+    /// `tf` times in a text with `totals` features of each kind, the chance
+    /// term from its 24-term series every time: the feature listing
+    /// (`simhash_features`) computes its weights this way, so that the
+    /// tests that add them up check [`Self::weigh_fixed_v3`]'s shortcut.
     #[inline]
     fn weigh_v3(
         &self,
@@ -610,7 +611,7 @@ impl Fingerprinter {
         hash: u64,
         tf: u64,
         totals: [u64; 2],
-    ) -> (f64, f64, i64) {
+    ) -> (f64, i64) {
         let (table, weighing) = match kind {
             Kind::Han => (&self.han, opts.han),
             Kind::Gram => (&self.grams, opts.gram),
@@ -622,7 +623,7 @@ impl Fingerprinter {
         } else {
             weighing.weight_regardless_of_chance(s, tf)
         };
-        (s, factor, to_fixed(factor * w))
+        (s, to_fixed(factor * w))
     }
 
     /// (self-information, probability, listed) of a version 3 feature.
@@ -634,14 +635,42 @@ impl Fingerprinter {
         }
     }
 
+    /// The fixed-point weight version 3 adds for a distinct feature of
+    /// `kind` seen `tf` times, with what [`Self::look_up_v3`] gave for it,
+    /// in a text with `totals` features of each kind: against chance, or
+    /// (`regardless`) with nothing subtracted for chance, which every
+    /// feature of a text weighs when none weighs above zero against chance
+    /// (only a text of a few characters repeated over and over; see
+    /// [`Weighing::weight_regardless_of_chance`]). The chance term comes
+    /// from [`Weighing::fixed_weight`]: the bits of the 24-term series,
+    /// mostly without it.
+    #[inline]
+    pub(crate) fn weigh_fixed_v3(
+        opts: &V3Options,
+        kind: Kind,
+        (s, p, known): (f64, f64, bool),
+        tf: u64,
+        totals: [u64; 2],
+        regardless: bool,
+    ) -> i64 {
+        let weighing = match kind {
+            Kind::Han => opts.han,
+            Kind::Gram => opts.gram,
+        };
+        let factor = if known { 1.0 } else { weighing.unknown };
+        if opts.chance && !regardless {
+            weighing.fixed_weight(s, factor, tf, totals[kind as usize] as f64 * p)
+        } else {
+            to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
+        }
+    }
+
     /// Weighs each distinct feature (hash, kind, count, what
     /// [`Self::look_up_v3`] gave) and adds it to `acc`, and, until a
     /// feature weighs above zero, its weight regardless of chance to
-    /// `fallback`; `positive` says whether one has. The chance terms come
-    /// from [`Weighing::fixed_weight`] (the bits of the 24-term series,
-    /// mostly without it); the sums do not depend on order.
+    /// `fallback`; `positive` says whether one has. The sums do not depend
+    /// on order.
     pub(crate) fn add_weighed_v3(
-        &self,
         opts: &V3Options,
         distinct: &[Distinct],
         totals: [u64; 2],
@@ -649,53 +678,17 @@ impl Fingerprinter {
         fallback: &mut Accumulator,
         positive: &mut bool,
     ) {
-        // The weights of a batch first, then their adds: two short loops
-        // of independent work, which the CPU overlaps far better than one
-        // loop doing both (measured 1.6 times faster on Chinese news).
-        const BATCH: usize = 64;
-        let mut weights = [0i64; BATCH];
-        for batch in distinct.chunks(BATCH) {
-            for (w, &(_, kind, tf, (s, p, known))) in weights.iter_mut().zip(batch) {
-                let weighing = match kind {
-                    Kind::Han => opts.han,
-                    Kind::Gram => opts.gram,
-                };
-                let factor = if known { 1.0 } else { weighing.unknown };
-                *w = if opts.chance {
-                    weighing.fixed_weight(s, factor, tf, totals[kind as usize] as f64 * p)
+        for &(h, kind, tf, info) in distinct {
+            let w = Self::weigh_fixed_v3(opts, kind, info, tf, totals, false);
+            acc.add(h, w);
+            if !*positive {
+                if w > 0 {
+                    *positive = true;
                 } else {
-                    to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
-                };
-            }
-            for (&w, &(h, kind, tf, (s, _, known))) in weights.iter().zip(batch) {
-                acc.add(h, w);
-                if !*positive {
-                    if w > 0 {
-                        *positive = true;
-                    } else {
-                        let weighing = match kind {
-                            Kind::Han => opts.han,
-                            Kind::Gram => opts.gram,
-                        };
-                        let factor = if known { 1.0 } else { weighing.unknown };
-                        fallback.add(h, Self::weigh_v3_regardless(opts, kind, s, factor, tf));
-                    }
+                    fallback.add(h, Self::weigh_fixed_v3(opts, kind, info, tf, totals, true));
                 }
             }
         }
-    }
-
-    /// The fixed-point weight of a version 3 feature regardless of chance,
-    /// from what [`Self::weigh_v3`] gave: what every feature of a text
-    /// weighs when no feature of it weighs above zero, which only a text of
-    /// a few characters repeated over and over achieves (see
-    /// [`Weighing::weight_regardless_of_chance`]).
-    fn weigh_v3_regardless(opts: &V3Options, kind: Kind, s: f64, factor: f64, tf: u64) -> i64 {
-        let weighing = match kind {
-            Kind::Han => opts.han,
-            Kind::Gram => opts.gram,
-        };
-        to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
     }
 
     /// Version 3: count each feature, weigh it against chance, add it once.
@@ -795,7 +788,7 @@ impl Fingerprinter {
                 .iter()
                 .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), self.look_up_v3(kind, h)))
                 .collect();
-            self.add_weighed_v3(
+            Self::add_weighed_v3(
                 opts,
                 &distinct,
                 totals,
@@ -907,15 +900,15 @@ impl Fingerprinter {
                 let opts = &V3Options::DEFINITION;
                 let mut positive = false;
                 for (f, &kind) in out.iter_mut().zip(&kinds) {
-                    let (s, _, w) = self.weigh_v3(opts, kind, f.hash, f.tf, totals);
+                    let (s, w) = self.weigh_v3(opts, kind, f.hash, f.tf, totals);
                     f.idf = s;
                     f.weight = from_fixed(w);
                     positive |= w > 0;
                 }
                 if !positive {
                     for (f, &kind) in out.iter_mut().zip(&kinds) {
-                        let (s, factor, _) = self.weigh_v3(opts, kind, f.hash, f.tf, totals);
-                        let w = Self::weigh_v3_regardless(opts, kind, s, factor, f.tf);
+                        let info = self.look_up_v3(kind, f.hash);
+                        let w = Self::weigh_fixed_v3(opts, kind, info, f.tf, totals, true);
                         f.weight = from_fixed(w);
                     }
                 }

@@ -141,23 +141,28 @@ impl DenseHan {
 
 /// Per-thread counts of the table's features (saturating at 255: a
 /// weighing counts at most its cap, at most 255 here), and which entries a
-/// text touched (so that only those are cleared). Left dirty by a walk
-/// that stopped half way (a cancel unwinds through it), so each use clears
-/// what the last one touched first.
+/// text touched (so that only those are cleared), the first `touched` of
+/// `order`. Left dirty by a walk that stopped half way (a cancel unwinds
+/// through it), so each use clears what the last one touched first.
 struct Counts {
     tf: Vec<u8>,
-    touched: Vec<u32>,
+    order: Vec<u32>,
+    touched: usize,
 }
 
 thread_local! {
-    static COUNTS: RefCell<Counts> = const { RefCell::new(Counts { tf: Vec::new(), touched: Vec::new() }) };
+    static COUNTS: RefCell<Counts> = const {
+        RefCell::new(Counts { tf: Vec::new(), order: Vec::new(), touched: 0 })
+    };
 }
 
 /// What the scan counts: the table's features by index, the others by
 /// hash in a map, and how many features of each kind the text has.
 struct Counting<'a> {
     tf: &'a mut [u8],
-    touched: &'a mut Vec<u32>,
+    /// `SIZE` long: every entry of the table fits.
+    order: &'a mut [u32],
+    touched: usize,
     others: HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>,
     totals: [u64; 2],
     bound: usize,
@@ -165,13 +170,16 @@ struct Counting<'a> {
 }
 
 impl Counting<'_> {
+    /// One more occurrence of entry `i`. Without a branch: whether a
+    /// feature is new is a coin toss in Chinese text (half the characters
+    /// of a news article are their first occurrence), and a mispredicted
+    /// branch costs more than writing `i` down every time.
     #[inline(always)]
     fn bump(&mut self, i: usize) {
-        let tf = &mut self.tf[i];
-        if *tf == 0 {
-            self.touched.push(i as u32);
-        }
-        *tf = tf.saturating_add(1);
+        let tf = self.tf[i];
+        self.order[self.touched] = i as u32;
+        self.touched += usize::from(tf == 0);
+        self.tf[i] = tf + u8::from(tf != u8::MAX);
     }
 
     fn other(&mut self, hash: u64, kind: Kind) {
@@ -180,7 +188,7 @@ impl Counting<'_> {
         }
         let tf = &mut self.others.entry(hash).or_insert((0, kind)).0;
         *tf = tf.saturating_add(1);
-        if self.others.len() + self.touched.len() > self.bound {
+        if self.others.len() + self.touched > self.bound {
             self.too_many = true;
         }
     }
@@ -238,28 +246,33 @@ pub(super) fn fingerprint_v3(
         let counts = &mut *counts;
         if counts.tf.len() != SIZE {
             counts.tf = vec![0; SIZE];
+            counts.order = vec![0; SIZE];
+            counts.touched = 0;
         }
-        for &i in &counts.touched {
+        for &i in &counts.order[..counts.touched] {
             counts.tf[i as usize] = 0;
         }
-        counts.touched.clear();
+        counts.touched = 0;
 
         let counting = Counting {
             tf: &mut counts.tf,
-            touched: &mut counts.touched,
+            order: &mut counts.order,
+            touched: 0,
             others: HashMap::default(),
             totals: [0; 2],
             bound,
             too_many: false,
         };
         let counted = scan::scan(&fp.fold, &fp.fast, text, counting, &mut *go_on)?;
+        counts.touched = counted.touched;
         let (others, totals) = (counted.others, counted.totals);
         if counted.too_many {
             return Ok(None);
         }
+        let touched = &counts.order[..counts.touched];
         // A feature of the map with the hash of a feature the table
         // counted: the definition would count them as one.
-        if !counts.touched.is_empty()
+        if !touched.is_empty()
             && others.keys().any(|h| {
                 fp.dense
                     .by_hash
@@ -270,26 +283,47 @@ pub(super) fn fingerprint_v3(
             return Ok(None);
         }
 
-        let mut distinct: Vec<Distinct> = Vec::with_capacity(counts.touched.len() + others.len());
-        for &i in &counts.touched {
-            let e = &fp.dense.entries[i as usize];
-            let kind = kind_of(i as usize);
-            distinct.push((e.hash, kind, u64::from(counts.tf[i as usize]), e.info));
-        }
-        for (&h, &(tf, kind)) in &others {
-            distinct.push((h, kind, u64::from(tf), fp.look_up_v3(kind, h)));
-        }
+        // The table's features a batch at a time: their weights first,
+        // then their adds, two short loops of independent work.
+        let weigh = |i: u32, regardless: bool| {
+            let i = i as usize;
+            let tf = u64::from(counts.tf[i]);
+            let info = fp.dense.entries[i].info;
+            Fingerprinter::weigh_fixed_v3(opts, kind_of(i), info, tf, totals, regardless)
+        };
+        const BATCH: usize = 64;
+        let mut weights = [0i64; BATCH];
         let mut acc = Accumulator::new();
-        let mut fallback = Accumulator::new();
         let mut positive = false;
-        fp.add_weighed_v3(
-            opts,
-            &distinct,
-            totals,
-            &mut acc,
-            &mut fallback,
-            &mut positive,
-        );
+        for batch in touched.chunks(BATCH) {
+            for (w, &i) in weights.iter_mut().zip(batch) {
+                *w = weigh(i, false);
+            }
+            for (&w, &i) in weights.iter().zip(batch) {
+                acc.add(fp.dense.entries[i as usize].hash, w);
+                positive |= w > 0;
+            }
+        }
+        let mut fallback = Accumulator::new();
+        if !positive {
+            for &i in touched {
+                fallback.add(fp.dense.entries[i as usize].hash, weigh(i, true));
+            }
+        }
+        if !others.is_empty() {
+            let distinct: Vec<Distinct> = others
+                .iter()
+                .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), fp.look_up_v3(kind, h)))
+                .collect();
+            Fingerprinter::add_weighed_v3(
+                opts,
+                &distinct,
+                totals,
+                &mut acc,
+                &mut fallback,
+                &mut positive,
+            );
+        }
         Ok(Some(if positive {
             acc.finish()
         } else {

@@ -15,8 +15,22 @@
 //! - a unified ideograph (U+3400..U+4DBF, U+4E00..U+9FFF) is decoded from
 //!   its three bytes and folded through a table by code point that gives
 //!   the dense index of its simplified form;
-//! - anything else (and an ASCII character before it) goes through NFKC
+//! - the punctuation of Chinese text (`，。、“”《》`, U+2000..U+FFFF) and
+//!   the full-width forms of ASCII (`１９９８`, `ＡＢＣ`) are looked up in a
+//!   table by code point made at start-up from NFKC itself: a mark that
+//!   only ends the piece, or the ASCII character it stands for; like an
+//!   ASCII byte, only when the character after it is one of these too;
+//! - anything else (and such a character before it) goes through NFKC
 //!   and the general character path, as before.
+//!
+//! Why skipping NFKC is exact: a character of the table is a starter
+//! whose decomposition is all starters, none of which composes with a
+//! character before it (no such starter lies in U+2000..U+FFFF or ASCII;
+//! `tests::no_table_character_composes_backwards`), and the character
+//! after it is one of the table's, an ASCII character or an ideograph,
+//! none of which composes with one before it either. So NFKC of the text
+//! is NFKC of the stretch before, then of the character, then of the
+//! stretch after.
 //!
 //! What it hands on is checked against `walk_v3` feature by feature
 //! (`tests::the_scan_hands_on_what_the_walk_does`).
@@ -42,19 +56,35 @@ pub(crate) trait Sink {
 /// How many characters go by between two calls of `go_on`.
 const CHECK_EVERY: u32 = 16 * 1024;
 
-/// `FAST_HAN[c - FROM]` for a unified ideograph `c` whose folded form is a
+/// Classes of the three-byte characters U+2000..U+FFFF. Any other byte
+/// value of the class table is the full-width form of an ASCII byte, plus
+/// [`WIDE`].
+const SLOW: u8 = 0;
+/// Not a word character under NFKC and lower case: ends the piece.
+const MARK: u8 = 1;
+/// A unified ideograph (U+3400..U+4DBF, U+4E00..U+9FFF).
+const IDEOGRAPH: u8 = 2;
+/// Added to an ASCII byte: the character NFKC turns into that byte.
+const WIDE: u8 = 0x80;
+
+/// The first code point of the class table.
+const CLASS_FROM: u32 = 0x2000;
+
+/// `folded[c - FROM]` for a unified ideograph `c` whose folded form is a
 /// Han character of the dense table: that character's index. Any other
 /// (a fold out of the table's range or to a character that is not Han)
 /// is [`GENERAL`].
 const GENERAL: u16 = u16::MAX;
 
-/// The scan's table: each unified ideograph's folded form, by code point.
+/// The scan's tables: each unified ideograph's folded form, and the
+/// class of each character of U+2000..U+FFFF.
 #[derive(Debug, Clone)]
-pub(crate) struct FastHan {
+pub(crate) struct ScanTables {
     folded: Vec<u16>,
+    class: Vec<u8>,
 }
 
-impl FastHan {
+impl ScanTables {
     pub(crate) fn new(fold: &Fold) -> Self {
         let folded = (FROM..TO)
             .map(|u| {
@@ -70,25 +100,73 @@ impl FastHan {
                 }
             })
             .collect();
-        FastHan { folded }
+        let class = (CLASS_FROM..0x1_0000).map(class_of).collect();
+        ScanTables { folded, class }
+    }
+
+    /// The class of the three-byte character at `bytes[i..]`, and its
+    /// code point; [`SLOW`] for any other character. `bytes` is valid
+    /// UTF-8 and `i` a character boundary.
+    #[inline(always)]
+    fn class_at(&self, bytes: &[u8], i: usize) -> (u8, u32) {
+        let Some(&b0) = bytes.get(i) else {
+            return (SLOW, 0);
+        };
+        if !(0xE2..=0xEF).contains(&b0) {
+            return (SLOW, 0);
+        }
+        // A lead byte of a three-byte sequence in valid UTF-8: two
+        // continuation bytes follow.
+        let u = (u32::from(b0 & 0x0F) << 12)
+            | (u32::from(bytes[i + 1] & 0x3F) << 6)
+            | u32::from(bytes[i + 2] & 0x3F);
+        (self.class[(u - CLASS_FROM) as usize], u)
+    }
+
+    /// Whether the character at `bytes[i..]` (or the end) lets an ASCII
+    /// character or a table character before it skip NFKC.
+    #[inline(always)]
+    fn fast_at(&self, bytes: &[u8], i: usize) -> bool {
+        match bytes.get(i) {
+            None => true,
+            Some(&b) if b < 0x80 => true,
+            Some(_) => self.class_at(bytes, i).0 != SLOW,
+        }
     }
 }
 
-/// The code point of the unified ideograph at `bytes[i..]` (three bytes,
-/// U+3400..U+4DBF or U+4E00..U+9FFF), if there is one. `bytes` is valid
-/// UTF-8 and `i` a character boundary.
-#[inline(always)]
-fn ideograph_at(bytes: &[u8], i: usize) -> Option<u32> {
-    let b0 = *bytes.get(i)?;
-    if !(0xE3..=0xE9).contains(&b0) {
-        return None;
+/// The class of code point `u` (U+2000..U+FFFF), from NFKC itself.
+fn class_of(u: u32) -> u8 {
+    use unicode_normalization::char::canonical_combining_class as ccc;
+    if (0x3400..=0x4DBF).contains(&u) || (0x4E00..=0x9FFF).contains(&u) {
+        return IDEOGRAPH;
     }
-    // A lead byte of a three-byte sequence in valid UTF-8: two
-    // continuation bytes follow.
-    let u = (u32::from(b0 & 0x0F) << 12)
-        | (u32::from(bytes[i + 1] & 0x3F) << 6)
-        | u32::from(bytes[i + 2] & 0x3F);
-    ((0x3400..=0x4DBF).contains(&u) || (0x4E00..=0x9FFF).contains(&u)).then_some(u)
+    let Some(c) = char::from_u32(u) else {
+        return SLOW;
+    };
+    if ccc(c) != 0 {
+        return SLOW;
+    }
+    let nfkc: Vec<char> = std::iter::once(c).nfkc().collect();
+    if let [a] = nfkc[..] {
+        if a.is_ascii() {
+            return WIDE | a as u8;
+        }
+    }
+    // Every character of the decomposition a starter that cannot compose
+    // with one before it: ASCII, or U+2000..U+FFFF, where none does.
+    let starters = std::iter::once(c)
+        .nfkd()
+        .all(|d| ccc(d) == 0 && (d.is_ascii() || (CLASS_FROM..0x1_0000).contains(&(d as u32))));
+    let word = nfkc
+        .iter()
+        .flat_map(|n| n.to_lowercase())
+        .any(char::is_alphanumeric);
+    if starters && !word {
+        MARK
+    } else {
+        SLOW
+    }
 }
 
 /// The symbol number of `c` in the dense trigram table, or `SYMBOLS`.
@@ -105,7 +183,7 @@ fn symbol(c: char) -> u8 {
 /// length of the current piece.
 struct Scan<'a, S> {
     fold: &'a Fold,
-    fast: &'a FastHan,
+    fast: &'a ScanTables,
     sink: S,
     /// Whether a word is open (`^` and at least one character).
     open: bool,
@@ -189,7 +267,8 @@ impl<S: Sink> Scan<'_, S> {
         self.count();
     }
 
-    /// An ASCII byte whose character NFKC leaves alone.
+    /// An ASCII byte (or a full-width form of it) whose character NFKC
+    /// leaves alone.
     #[inline(always)]
     fn ascii(&mut self, b: u8) {
         if b.is_ascii_alphanumeric() {
@@ -243,14 +322,14 @@ impl<S: Sink> Scan<'_, S> {
 /// then every [`CHECK_EVERY`] characters; `false` when it said stop.
 pub(crate) fn scan<S: Sink>(
     fold: &Fold,
-    fast: &FastHan,
+    tables: &ScanTables,
     text: &str,
     sink: S,
     mut go_on: impl FnMut() -> bool,
 ) -> Result<S, super::Interrupted> {
     let mut s = Scan {
         fold,
-        fast,
+        fast: tables,
         sink,
         open: false,
         a: '^',
@@ -274,40 +353,51 @@ pub(crate) fn scan<S: Sink>(
             steps = CHECK_EVERY;
         }
         let b = bytes[i];
-        if b < 0x80 {
+        // How many bytes this character takes, and the ASCII byte it is
+        // handled as, or `None` to add it to the NFKC stretch.
+        let (len, fast) = if b < 0x80 {
             // Fast only when the next character is fast too: an ASCII
             // letter composes with a combining mark after it.
-            let next_fast =
-                i + 1 == n || bytes[i + 1] < 0x80 || ideograph_at(bytes, i + 1).is_some();
-            if !next_fast {
-                slow_from.get_or_insert(i);
-                i += 1;
-                continue;
-            }
-            if let Some(from) = slow_from.take() {
-                if !s.slow(&text[from..i], &mut steps, &mut go_on) {
-                    return Err(super::Interrupted);
-                }
-            }
-            s.ascii(b);
-            i += 1;
-        } else if let Some(u) = ideograph_at(bytes, i) {
-            if let Some(from) = slow_from.take() {
-                if !s.slow(&text[from..i], &mut steps, &mut go_on) {
-                    return Err(super::Interrupted);
-                }
-            }
-            s.ideograph(u);
-            i += 3;
+            (1, tables.fast_at(bytes, i + 1).then_some(b))
         } else {
-            slow_from.get_or_insert(i);
-            // The length of this character, from its lead byte.
-            i += match b {
-                0xF0.. => 4,
-                0xE0.. => 3,
-                _ => 2,
-            };
+            match tables.class_at(bytes, i) {
+                (SLOW, _) => (
+                    match b {
+                        0xF0.. => 4,
+                        0xE0.. => 3,
+                        _ => 2,
+                    },
+                    None,
+                ),
+                (IDEOGRAPH, u) => {
+                    if let Some(from) = slow_from.take() {
+                        if !s.slow(&text[from..i], &mut steps, &mut go_on) {
+                            return Err(super::Interrupted);
+                        }
+                    }
+                    s.ideograph(u);
+                    i += 3;
+                    continue;
+                }
+                // A mark ends the piece, as a space does.
+                (MARK, _) => (3, tables.fast_at(bytes, i + 3).then_some(b' ')),
+                (wide, _) => (3, tables.fast_at(bytes, i + 3).then_some(wide & !WIDE)),
+            }
+        };
+        match fast {
+            None => {
+                slow_from.get_or_insert(i);
+            }
+            Some(ascii) => {
+                if let Some(from) = slow_from.take() {
+                    if !s.slow(&text[from..i], &mut steps, &mut go_on) {
+                        return Err(super::Interrupted);
+                    }
+                }
+                s.ascii(ascii);
+            }
         }
+        i += len;
     }
     if let Some(from) = slow_from {
         if !s.slow(&text[from..], &mut steps, &mut go_on) {
@@ -324,6 +414,7 @@ mod tests {
     use super::super::{tests::shared, Kind, V3Feature};
     use super::*;
     use crate::testutil::splitmix;
+    use unicode_normalization::UnicodeNormalization;
 
     /// Writes down what the scan hands on, as `walk_v3` would name it.
     #[derive(Default)]
@@ -384,6 +475,8 @@ mod tests {
             "ΟΔΟΣ Σ éèê àâä ñõö",
             "x\u{0}y\u{7f}z",
             "繐 ䷀䷁ ㄅ",
+            "ａ\u{301}，\u{301}“引号”（１９９８）ＡＢＣ\u{308} ｶﾞ ￡ ㈱ № ℃ ⅷ ①",
+            "１９９８年１月１日，新华社消息：“今天……”——记者",
             "《人民日报》１９９８年１月１日：新年献词。",
         ];
         for t in cases {
@@ -398,7 +491,7 @@ mod tests {
         ] {
             assert_eq!(scanned(&long), walked(&long), "{} chars", long.len());
         }
-        let pool: Vec<char> = "aZ9 ,.^$中文字國語車門\u{301}\u{308}\u{327}é\u{F900}\u{F902}\u{2FA8}ＡＢ１，。\u{3000}Σσς\u{1100}\u{1161}İﬁ😀\u{200B}\u{FF9E}ｶ繐䷀㐀鿿𠀀"
+        let pool: Vec<char> = "aZ9 ,.^$，。、“”《》：；！？…—·ＡＢｚ１２％＋＝㈱№℃ⅷ①￡↚←\u{338}中文字國語車門\u{301}\u{308}\u{327}é\u{F900}\u{F902}\u{2FA8}ＡＢ１，。\u{3000}Σσς\u{1100}\u{1161}İﬁ😀\u{200B}\u{FF9E}ｶ繐䷀㐀鿿𠀀"
             .chars()
             .collect();
         let mut state = 0x5EED_u64;
@@ -434,6 +527,61 @@ mod tests {
             .unwrap();
             assert!(calls >= 3, "{unit}: {calls} calls");
         }
+    }
+
+    #[test]
+    fn no_table_character_composes_backwards() {
+        use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
+        // The starters that compose with a character before them: the
+        // last character of a canonical decomposition, when it is a
+        // starter; and the Hangul vowels and finals.
+        let mut second = std::collections::HashSet::new();
+        for u in 0..0x11_0000u32 {
+            let Some(c) = char::from_u32(u) else { continue };
+            let mut d = Vec::new();
+            decompose_canonical(c, |x| d.push(x));
+            if d.len() >= 2 && canonical_combining_class(d[d.len() - 1]) == 0 {
+                second.insert(d[d.len() - 1]);
+            }
+        }
+        second.extend(('\u{1161}'..='\u{1175}').chain('\u{11A8}'..='\u{11C2}'));
+        assert!(second.contains(&'\u{9BE}') && second.contains(&'\u{1B35}'));
+        let fp = shared();
+        let mut marks = 0;
+        let mut wide = 0;
+        for u in CLASS_FROM..0x1_0000 {
+            let class = fp.fast.class[(u - CLASS_FROM) as usize];
+            if class == SLOW || class == IDEOGRAPH {
+                continue;
+            }
+            let c = char::from_u32(u).unwrap();
+            let nfkc: String = std::iter::once(c).nfkc().collect();
+            for d in std::iter::once(c).nfkd() {
+                assert!(!second.contains(&d), "{c:?} decomposes to {d:?}");
+                assert_eq!(canonical_combining_class(d), 0, "{c:?}");
+            }
+            if class == MARK {
+                marks += 1;
+                let mut lowered = nfkc.chars().flat_map(char::to_lowercase);
+                assert!(!lowered.any(char::is_alphanumeric), "{c:?}");
+            } else {
+                wide += 1;
+                assert_eq!(nfkc, char::from(class & !WIDE).to_string(), "{c:?}");
+            }
+        }
+        // The punctuation of Chinese text is in the table, full-width
+        // ASCII too; a half-width voiced sound mark (a combining mark
+        // under NFKC) and letters are not.
+        let class = |c: char| fp.fast.class[(c as u32 - CLASS_FROM) as usize];
+        for c in "，。、“”《》：；！？…—（）【】".chars() {
+            assert_ne!(class(c), SLOW, "{c:?}");
+        }
+        assert_eq!(class('１'), WIDE | b'1');
+        assert_eq!(class('Ａ'), WIDE | b'A');
+        for c in ['\u{FF9E}', 'ｶ', '①', 'ⅷ', '℃', '\u{3099}', 'ㄅ', '〇', '々'] {
+            assert!(class(c) == SLOW || class(c) & WIDE != 0, "{c:?}");
+        }
+        assert!(marks > 5000 && wide > 90, "{marks} marks, {wide} wide");
     }
 
     #[test]
