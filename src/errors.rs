@@ -51,6 +51,18 @@ pub fn database_not_utf8(encoding: &str) -> ! {
     )
 }
 
+/// 22021: a text value whose bytes are not UTF-8 in a UTF8 database
+/// (PostgreSQL checks every value it takes in, so only a damaged value
+/// gets here).
+pub fn text_not_utf8() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
+        "invalid byte sequence for encoding \"UTF8\" in the text to fingerprint".into(),
+        None,
+        None,
+    )
+}
+
 /// 22023: a clustering distance outside what is supported.
 pub fn cluster_distance_out_of_range(k: i32, max: u32) -> ! {
     raise(

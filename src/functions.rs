@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use pgrx::prelude::*;
 use simhash_core::layout::Layout;
-use simhash_core::{FeaturesError, Fingerprinter, Version};
+use simhash_core::{BytesError, FeaturesError, Fingerprinter, Version};
 
 use crate::errors;
 
@@ -29,6 +29,15 @@ pub fn fingerprinter_is_built() -> bool {
 /// UTF-8. The argument arrives as raw bytes so that a non-UTF-8 database
 /// gets this error instead of a failed conversion.
 fn utf8_text(bytes: &[u8]) -> &str {
+    check_utf8_database();
+    // PostgreSQL has already verified every text value of a UTF-8 database;
+    // checking again costs far less than listing features and keeps this
+    // safe.
+    std::str::from_utf8(bytes).unwrap_or_else(|_| errors::text_not_utf8())
+}
+
+/// 0A000 unless the database is UTF-8.
+fn check_utf8_database() {
     // SAFETY: plain reads of the session's database encoding.
     let encoding = unsafe { pg_sys::GetDatabaseEncoding() };
     if encoding != pg_sys::pg_enc::PG_UTF8 as i32 {
@@ -36,9 +45,6 @@ fn utf8_text(bytes: &[u8]) -> &str {
         let name = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) };
         errors::database_not_utf8(&name.to_string_lossy());
     }
-    // PostgreSQL has already verified every text value of a UTF-8 database;
-    // checking again costs far less than segmenting and keeps this safe.
-    std::str::from_utf8(bytes).expect("a UTF8 database holds only valid UTF-8")
 }
 
 /// The fingerprint of `text` under `version`, or None for text without
@@ -48,15 +54,20 @@ fn fingerprint(version: Version, text: &[u8]) -> Option<i64> {
     if let Some(fp) = MEMO.with(|memo| memo.take(version, text)) {
         return fp;
     }
-    let bytes = text;
-    let text = utf8_text(text);
-    let checked = fingerprinter().fingerprint_checked_as(version, text, || {
+    check_utf8_database();
+    // The bytes are checked to be UTF-8 as they are read (version 3) or
+    // before (the others), not in a pass of their own here.
+    let checked = fingerprinter().fingerprint_bytes_checked_as(version, text, || {
         pgrx::check_for_interrupts!();
         true
     });
-    // The closure never says stop: a cancel leaves by PostgreSQL's error.
-    let fp = checked.expect("never interrupted").map(|fp| fp as i64);
-    MEMO.with(|memo| memo.keep(version, bytes, fp));
+    let fp = match checked {
+        Ok(fp) => fp.map(|fp| fp as i64),
+        Err(BytesError::NotUtf8) => errors::text_not_utf8(),
+        // The closure never says stop: a cancel leaves by PostgreSQL's error.
+        Err(BytesError::Interrupted) => unreachable!("never interrupted"),
+    };
+    MEMO.with(|memo| memo.keep(version, text, fp));
     fp
 }
 

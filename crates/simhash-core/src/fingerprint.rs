@@ -248,6 +248,15 @@ pub(crate) enum V3Feature<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interrupted;
 
+/// Why [`Fingerprinter::fingerprint_bytes_checked_as`] gave no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BytesError {
+    /// `go_on` said stop.
+    Interrupted,
+    /// The bytes are not UTF-8.
+    NotUtf8,
+}
+
 impl Default for Fingerprinter {
     fn default() -> Self {
         Self::new()
@@ -739,10 +748,36 @@ impl Fingerprinter {
         bound: usize,
     ) -> Result<Option<u64>, Interrupted> {
         let bound = bound.max(2);
-        if let Some(fp) = dense::fingerprint_v3(self, opts, text, &mut go_on, bound)? {
-            return Ok(fp);
+        match dense::fingerprint_v3(self, opts, text.as_bytes(), &mut go_on, bound) {
+            Ok(Some(fp)) => Ok(fp),
+            Ok(None) => self.fingerprint_v3_general(opts, text, go_on, bound),
+            Err(scan::Stop::Interrupted) => Err(Interrupted),
+            Err(scan::Stop::NotUtf8) => unreachable!("a str is UTF-8"),
         }
-        self.fingerprint_v3_general(opts, text, go_on, bound)
+    }
+
+    /// [`Self::fingerprint_checked_as`] of raw bytes, which must be UTF-8:
+    /// [`BytesError::NotUtf8`] when they are not. Version 3 checks the
+    /// bytes while it reads them (no pass of its own over the text, which
+    /// cost a tenth of its time on Chinese text); the others check first.
+    pub fn fingerprint_bytes_checked_as(
+        &self,
+        version: Version,
+        bytes: &[u8],
+        mut go_on: impl FnMut() -> bool,
+    ) -> Result<Option<u64>, BytesError> {
+        if version == Version::V3 {
+            let opts = &V3Options::DEFINITION;
+            match dense::fingerprint_v3(self, opts, bytes, &mut go_on, V3_MAX_COUNTED) {
+                Ok(Some(fp)) => return Ok(fp),
+                Err(scan::Stop::Interrupted) => return Err(BytesError::Interrupted),
+                Err(scan::Stop::NotUtf8) => return Err(BytesError::NotUtf8),
+                Ok(None) => {}
+            }
+        }
+        let text = std::str::from_utf8(bytes).map_err(|_| BytesError::NotUtf8)?;
+        self.fingerprint_checked_as(version, text, go_on)
+            .map_err(|Interrupted| BytesError::Interrupted)
     }
 
     /// [`Self::fingerprint_v3_bounded`] without the table of
@@ -1763,6 +1798,42 @@ mod tests {
         assert_eq!(list.add_hashed("ab", 7), Added::New);
         assert_eq!(list.add_hashed("cd", 7), Added::Full);
         assert_eq!(list.finish(), Err(FeaturesError::TooLong { limit: 5 }));
+    }
+
+    #[test]
+    fn raw_bytes_give_the_fingerprint_of_their_text_or_say_they_are_not_utf8() {
+        let texts = [
+            "",
+            "，。",
+            "中文新闻，２０２４年 abc",
+            "Ｆｕｌｌ-width ﬁne café",
+            "國語 ﾃｽﾄ",
+        ];
+        for version in [Version::V1, Version::V2, Version::V3] {
+            for t in texts {
+                assert_eq!(
+                    shared().fingerprint_bytes_checked_as(version, t.as_bytes(), || true),
+                    Ok(shared().fingerprint_as(version, t)),
+                    "{version:?} {t:?}"
+                );
+            }
+            for bad in [
+                &b"abc\xff"[..],
+                b"\xe4\xb8",
+                "中文".as_bytes().split_at(4).0,
+            ] {
+                assert_eq!(
+                    shared().fingerprint_bytes_checked_as(version, bad, || true),
+                    Err(BytesError::NotUtf8),
+                    "{version:?} {bad:x?}"
+                );
+            }
+        }
+        let long = "一段，很长，的文字，".repeat(20_000);
+        assert_eq!(
+            shared().fingerprint_bytes_checked_as(Version::V3, long.as_bytes(), || false),
+            Err(BytesError::Interrupted)
+        );
     }
 
     #[test]

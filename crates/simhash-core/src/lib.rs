@@ -39,4 +39,4 @@ pub mod weights;
 mod testutil;
 
 pub use distance::{band, hamming, BANDS, BAND_BITS};
-pub use fingerprint::{Feature, FeaturesError, Fingerprinter, Version};
+pub use fingerprint::{BytesError, Feature, FeaturesError, Fingerprinter, Version};

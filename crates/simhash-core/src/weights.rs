@@ -269,6 +269,7 @@ impl Weighing {
     /// no feature at all is above chance (one word repeated a million
     /// times), which would otherwise weigh nothing and get the fingerprint
     /// 0 that every such text shares.
+    #[inline]
     pub fn weight_regardless_of_chance(&self, s: f64, tf: u64) -> f64 {
         self.weight_against(s, tf, 0.0)
     }
@@ -301,6 +302,7 @@ impl Weighing {
 
     /// The weight of a feature seen `tf` times, less `chance`: what
     /// [`Self::weight`] computes once it has the chance term.
+    #[inline]
     pub fn weight_against(&self, s: f64, tf: u64, chance: f64) -> f64 {
         let capped = tf.min(u64::from(self.cap)) as f64;
         let scale = match self.power {

@@ -22,8 +22,8 @@ use std::hash::BuildHasherDefault;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::scan::{self, Sink};
-use super::{Distinct, Fingerprinter, Interrupted, Kind, V3Options};
+use super::scan::{self, Sink, Stop};
+use super::{Distinct, Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::idf::PassThrough;
 use crate::weights::SelfInfo;
@@ -224,17 +224,18 @@ impl Sink for Counting<'_> {
     }
 }
 
-/// Version 3 through the table: `Ok(Some(fingerprint))`, or `Ok(None)`
-/// when the text must take the general path (a hash collision with a
-/// counted character, more distinct features than `bound`, or a cap the
-/// saturating counts cannot hold).
+/// Version 3 of the text `bytes` through the table: `Ok(Some(fingerprint))`,
+/// or `Ok(None)` when the text must take the general path (a hash
+/// collision with a counted character, more distinct features than
+/// `bound`, or a cap the saturating counts cannot hold); when it says so
+/// after the scan, the bytes are UTF-8.
 pub(super) fn fingerprint_v3(
     fp: &Fingerprinter,
     opts: &V3Options,
-    text: &str,
+    bytes: &[u8],
     go_on: &mut impl FnMut() -> bool,
     bound: usize,
-) -> Result<Option<Option<u64>>, Interrupted> {
+) -> Result<Option<Option<u64>>, Stop> {
     if !fp.dense.all_alone || opts.han.cap > 255 || opts.gram.cap > 255 {
         return Ok(None);
     }
@@ -263,7 +264,7 @@ pub(super) fn fingerprint_v3(
             bound,
             too_many: false,
         };
-        let counted = scan::scan(&fp.fold, &fp.fast, text, counting, &mut *go_on)?;
+        let counted = scan::scan(&fp.fold, &fp.fast, bytes, counting, &mut *go_on)?;
         counts.touched = counted.touched;
         let (others, totals) = (counted.others, counted.totals);
         if counted.too_many {
@@ -375,9 +376,15 @@ mod tests {
         for round in 0..3000 {
             let text = random_text(&mut state);
             let mut go_on = || true;
-            let fast = fingerprint_v3(fp, &V3Options::DEFINITION, &text, &mut go_on, usize::MAX)
-                .unwrap()
-                .expect("no collision in these texts");
+            let fast = fingerprint_v3(
+                fp,
+                &V3Options::DEFINITION,
+                text.as_bytes(),
+                &mut go_on,
+                usize::MAX,
+            )
+            .unwrap()
+            .expect("no collision in these texts");
             assert_eq!(fast, general(fp, &text), "round {round}: {text:?}");
             // The public entry point takes the table.
             assert_eq!(fp.fingerprint_as(super::super::Version::V3, &text), fast);
@@ -391,11 +398,17 @@ mod tests {
         let text = "天地玄黄 éèê àâä ñõö";
         let mut go_on = || true;
         assert_eq!(
-            fingerprint_v3(fp, &V3Options::DEFINITION, text, &mut go_on, 3).unwrap(),
+            fingerprint_v3(fp, &V3Options::DEFINITION, text.as_bytes(), &mut go_on, 3).unwrap(),
             None
         );
-        let whole =
-            fingerprint_v3(fp, &V3Options::DEFINITION, text, &mut go_on, usize::MAX).unwrap();
+        let whole = fingerprint_v3(
+            fp,
+            &V3Options::DEFINITION,
+            text.as_bytes(),
+            &mut go_on,
+            usize::MAX,
+        )
+        .unwrap();
         assert_eq!(whole, Some(general(fp, text)));
     }
 
@@ -404,10 +417,23 @@ mod tests {
         let fp = super::super::tests::shared();
         let text = "天地玄黄宇宙洪荒".repeat(200);
         let mut stop = || false;
-        assert!(fingerprint_v3(fp, &V3Options::DEFINITION, &text, &mut stop, usize::MAX).is_err());
+        assert!(fingerprint_v3(
+            fp,
+            &V3Options::DEFINITION,
+            text.as_bytes(),
+            &mut stop,
+            usize::MAX
+        )
+        .is_err());
         let mut go_on = || true;
-        let after =
-            fingerprint_v3(fp, &V3Options::DEFINITION, "天地", &mut go_on, usize::MAX).unwrap();
+        let after = fingerprint_v3(
+            fp,
+            &V3Options::DEFINITION,
+            "天地".as_bytes(),
+            &mut go_on,
+            usize::MAX,
+        )
+        .unwrap();
         assert_eq!(after, Some(general(fp, "天地")));
     }
 

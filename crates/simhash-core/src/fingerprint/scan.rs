@@ -41,6 +41,15 @@ use super::dense::{gram_index, FROM, SYMBOL, SYMBOLS, TO};
 use crate::fold::Fold;
 use crate::text::{is_han, MAX_PIECE_CHARS};
 
+/// What stopped a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// `go_on` said stop.
+    Interrupted,
+    /// The bytes are not UTF-8.
+    NotUtf8,
+}
+
 /// Where the scan hands each feature, in text order.
 pub(crate) trait Sink {
     /// A Han character of the dense table, by its index.
@@ -105,21 +114,21 @@ impl ScanTables {
     }
 
     /// The class of the three-byte character at `bytes[i..]`, and its
-    /// code point; [`SLOW`] for any other character. `bytes` is valid
-    /// UTF-8 and `i` a character boundary.
+    /// code point; [`SLOW`] for any other character, and for bytes that
+    /// are not UTF-8 (the NFKC stretch checks those). A class other than
+    /// [`SLOW`] is only ever given to a well-formed character: a lead byte
+    /// E2..EF and two continuation bytes make a code point U+2000..U+FFFF,
+    /// never too long a form, and the surrogates are [`SLOW`].
     #[inline(always)]
     fn class_at(&self, bytes: &[u8], i: usize) -> (u8, u32) {
-        let Some(&b0) = bytes.get(i) else {
+        let (Some(&b0), Some(&b1), Some(&b2)) = (bytes.get(i), bytes.get(i + 1), bytes.get(i + 2))
+        else {
             return (SLOW, 0);
         };
-        if !(0xE2..=0xEF).contains(&b0) {
+        if !(0xE2..=0xEF).contains(&b0) || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80 {
             return (SLOW, 0);
         }
-        // A lead byte of a three-byte sequence in valid UTF-8: two
-        // continuation bytes follow.
-        let u = (u32::from(b0 & 0x0F) << 12)
-            | (u32::from(bytes[i + 1] & 0x3F) << 6)
-            | u32::from(bytes[i + 2] & 0x3F);
+        let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
         (self.class[(u - CLASS_FROM) as usize], u)
     }
 
@@ -294,8 +303,14 @@ impl<S: Sink> Scan<'_, S> {
         }
     }
 
-    /// A stretch of text that takes NFKC.
-    fn slow(&mut self, text: &str, steps: &mut u32, go_on: &mut impl FnMut() -> bool) -> bool {
+    /// A stretch of text that takes NFKC, checked to be UTF-8 first.
+    fn slow(
+        &mut self,
+        bytes: &[u8],
+        steps: &mut u32,
+        go_on: &mut impl FnMut() -> bool,
+    ) -> Result<(), Stop> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Stop::NotUtf8)?;
         for n in text.nfkc() {
             for lc in n.to_lowercase() {
                 if lc.is_alphanumeric() {
@@ -307,26 +322,33 @@ impl<S: Sink> Scan<'_, S> {
             *steps -= 1;
             if *steps == 0 {
                 if !go_on() {
-                    return false;
+                    return Err(Stop::Interrupted);
                 }
                 *steps = CHECK_EVERY;
             }
         }
-        true
+        Ok(())
     }
 }
 
-/// Hands each version 3 feature of `text` to `sink`, in text order: the
-/// features of [`Fingerprinter::walk_v3`](super::Fingerprinter::walk_v3),
-/// with the table's features by index. `go_on` is called at the start and
-/// then every [`CHECK_EVERY`] characters; `false` when it said stop.
+/// Hands each version 3 feature of the text `bytes` to `sink`, in text
+/// order: the features of
+/// [`Fingerprinter::walk_v3`](super::Fingerprinter::walk_v3), with the
+/// table's features by index. `go_on` is called at the start and then
+/// every [`CHECK_EVERY`] characters.
+///
+/// The bytes are checked to be UTF-8 on the way, with no pass of its own:
+/// every character handled fast is well-formed by construction, and every
+/// other byte is in an NFKC stretch, which is checked before it is
+/// normalized. The text is the concatenation of the two, so it is UTF-8
+/// exactly when every stretch is ([`Stop::NotUtf8`] otherwise).
 pub(crate) fn scan<S: Sink>(
     fold: &Fold,
     tables: &ScanTables,
-    text: &str,
+    bytes: &[u8],
     sink: S,
     mut go_on: impl FnMut() -> bool,
-) -> Result<S, super::Interrupted> {
+) -> Result<S, Stop> {
     let mut s = Scan {
         fold,
         fast: tables,
@@ -338,7 +360,6 @@ pub(crate) fn scan<S: Sink>(
         sb: 0,
         piece: 0,
     };
-    let bytes = text.as_bytes();
     let n = bytes.len();
     // The start of the stretch that takes NFKC, if one is open.
     let mut slow_from: Option<usize> = None;
@@ -348,7 +369,7 @@ pub(crate) fn scan<S: Sink>(
         steps -= 1;
         if steps == 0 {
             if !go_on() {
-                return Err(super::Interrupted);
+                return Err(Stop::Interrupted);
             }
             steps = CHECK_EVERY;
         }
@@ -371,9 +392,7 @@ pub(crate) fn scan<S: Sink>(
                 ),
                 (IDEOGRAPH, u) => {
                     if let Some(from) = slow_from.take() {
-                        if !s.slow(&text[from..i], &mut steps, &mut go_on) {
-                            return Err(super::Interrupted);
-                        }
+                        s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
                     s.ideograph(u);
                     i += 3;
@@ -390,9 +409,7 @@ pub(crate) fn scan<S: Sink>(
             }
             Some(ascii) => {
                 if let Some(from) = slow_from.take() {
-                    if !s.slow(&text[from..i], &mut steps, &mut go_on) {
-                        return Err(super::Interrupted);
-                    }
+                    s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                 }
                 s.ascii(ascii);
             }
@@ -400,9 +417,7 @@ pub(crate) fn scan<S: Sink>(
         i += len;
     }
     if let Some(from) = slow_from {
-        if !s.slow(&text[from..], &mut steps, &mut go_on) {
-            return Err(super::Interrupted);
-        }
+        s.slow(&bytes[from..], &mut steps, &mut go_on)?;
     }
     s.end_piece();
     Ok(s.sink)
@@ -437,9 +452,15 @@ mod tests {
 
     fn scanned(text: &str) -> Vec<(Kind, String)> {
         let fp = shared();
-        scan(&fp.fold, &fp.fast, text, Record::default(), || true)
-            .unwrap()
-            .0
+        scan(
+            &fp.fold,
+            &fp.fast,
+            text.as_bytes(),
+            Record::default(),
+            || true,
+        )
+        .unwrap()
+        .0
     }
 
     fn walked(text: &str) -> Vec<(Kind, String)> {
@@ -509,23 +530,76 @@ mod tests {
         let fp = shared();
         let text = "天地玄黄".repeat(10);
         let mut calls = 0;
-        let stopped = scan(&fp.fold, &fp.fast, &text, Record::default(), || {
-            calls += 1;
-            false
-        });
-        assert!(stopped.is_err());
+        let stopped = scan(
+            &fp.fold,
+            &fp.fast,
+            text.as_bytes(),
+            Record::default(),
+            || {
+                calls += 1;
+                false
+            },
+        );
+        assert_eq!(stopped.err(), Some(Stop::Interrupted));
         assert_eq!(calls, 1);
         // A long text is checked every CHECK_EVERY characters, through
         // the NFKC stretches too.
         for unit in ["字", "a", "😀", "é"] {
             let text = unit.repeat(CHECK_EVERY as usize * 3);
             let mut calls = 0;
-            scan(&fp.fold, &fp.fast, &text, Record::default(), || {
-                calls += 1;
-                true
-            })
+            scan(
+                &fp.fold,
+                &fp.fast,
+                text.as_bytes(),
+                Record::default(),
+                || {
+                    calls += 1;
+                    true
+                },
+            )
             .unwrap();
             assert!(calls >= 3, "{unit}: {calls} calls");
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_found() {
+        let fp = shared();
+        let check = |bytes: &[u8]| {
+            let scanned = scan(&fp.fold, &fp.fast, bytes, Record::default(), || true);
+            match std::str::from_utf8(bytes) {
+                Ok(text) => assert_eq!(scanned.unwrap().0, walked(text), "{bytes:x?}"),
+                Err(_) => assert_eq!(scanned.err(), Some(Stop::NotUtf8), "{bytes:x?}"),
+            }
+        };
+        let good = "中文，ab１２ é😀".as_bytes();
+        // Every cut and every single-byte change of a good text, and
+        // the classic bad forms: a lone continuation byte, a cut
+        // sequence, a surrogate, too long a form, bytes past U+10FFFF.
+        for cut in 0..=good.len() {
+            check(&good[..cut]);
+            check(&good[cut..]);
+        }
+        for i in 0..good.len() {
+            for b in [
+                0x00, 0x41, 0x80, 0xBF, 0xC0, 0xE2, 0xE4, 0xED, 0xEF, 0xF0, 0xF5, 0xFF,
+            ] {
+                let mut bad = good.to_vec();
+                bad[i] = b;
+                check(&bad);
+            }
+        }
+        for bad in [
+            &b"\x80"[..],
+            b"a\xE4\xB8",
+            b"\xED\xA0\x80x",
+            b"\xE0\x80\xAF",
+            b"\xF4\x90\x80\x80",
+            b"\xE4\xB8\xAD\xE4",
+            b"\xEF\xBC",
+        ] {
+            check(bad);
+            assert!(std::str::from_utf8(bad).is_err());
         }
     }
 
