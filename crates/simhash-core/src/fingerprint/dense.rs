@@ -26,7 +26,7 @@ use super::scan::{self, Sink, Stop};
 use super::{Distinct, Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::idf::PassThrough;
-use crate::weights::SelfInfo;
+use crate::weights::{fixed_weights6, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
 
 pub(super) const FROM: u32 = 0x3400;
 pub(super) const TO: u32 = 0xA000;
@@ -285,20 +285,37 @@ pub(super) fn fingerprint_v3(
         }
 
         // The table's features a batch at a time: their weights first,
-        // then their adds, two short loops of independent work.
+        // then their adds, loops of independent work.
         let weigh = |i: u32, regardless: bool| {
             let i = i as usize;
             let tf = u64::from(counts.tf[i]);
             let info = fp.dense.entries[i].info;
             Fingerprinter::weigh_fixed_v3(opts, kind_of(i), info, tf, totals, regardless)
         };
-        const BATCH: usize = 64;
-        let mut weights = [0i64; BATCH];
+        let batched = opts.chance && opts.han.cap == FAST_CAP && opts.gram.cap == FAST_CAP;
+        let mut to_weigh = [ToWeigh::default(); WEIGH_BATCH];
+        let mut weights = [0i64; WEIGH_BATCH];
         let mut acc = Accumulator::new();
         let mut positive = false;
-        for batch in touched.chunks(BATCH) {
-            for (w, &i) in weights.iter_mut().zip(batch) {
-                *w = weigh(i, false);
+        for batch in touched.chunks(WEIGH_BATCH) {
+            if batched {
+                for (f, &i) in to_weigh.iter_mut().zip(batch) {
+                    let i = i as usize;
+                    let kind = kind_of(i);
+                    let weighing = match kind {
+                        Kind::Han => opts.han,
+                        Kind::Gram => opts.gram,
+                    };
+                    let (s, p, known) = fp.dense.entries[i].info;
+                    let factor = if known { 1.0 } else { weighing.unknown };
+                    let mean = totals[kind as usize] as f64 * p;
+                    *f = weighing.to_weigh(s, factor, u64::from(counts.tf[i]), mean);
+                }
+                fixed_weights6(&to_weigh[..batch.len()], &mut weights);
+            } else {
+                for (w, &i) in weights.iter_mut().zip(batch) {
+                    *w = weigh(i, false);
+                }
             }
             for (&w, &i) in weights.iter().zip(batch) {
                 acc.add(fp.dense.entries[i as usize].hash, w);
