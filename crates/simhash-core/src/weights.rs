@@ -224,7 +224,7 @@ pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
     let mut special = 0u64;
     for (k, f) in batch.iter().enumerate() {
         let m = f.mean;
-        if m >= 0.0 && m < FAST_MEAN_LIMIT {
+        if (0.0..FAST_MEAN_LIMIT).contains(&m) {
             let j = (m * FAST_STEPS) as usize;
             table[k] = steps[j];
             reduced[k] = j as f64 / FAST_STEPS - m;
