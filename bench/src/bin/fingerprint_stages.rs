@@ -27,6 +27,17 @@
 //! * `fingerprint`: `Fingerprinter::fingerprint_as(Version::V3, text)`,
 //!   what SQL `simhash(text)` computes.
 //!
+//! and the hot path that `fingerprint` takes (`Fingerprinter::profile_v3`),
+//! each pass one step more:
+//!
+//! * `hot_scan`: one pass over the bytes (UTF-8 checked on the way,
+//!   ASCII, ideographs, punctuation and full-width forms by table, NFKC
+//!   only around the rest), each feature counted by its table index;
+//! * `hot_weigh`: plus the weights of the distinct features (the chance
+//!   term from a table and two polynomials, four lanes at a time,
+//!   certified against the 24-term series);
+//! * `fingerprint` (above): plus the 64 counters and the sign bits;
+//!
 //! and, each step alone in a tight loop over inputs prepared untimed:
 //!
 //! * `pieces_nofold`: `pieces` without the fold (`for_each_piece`);
@@ -234,7 +245,7 @@ fn main() -> ExitCode {
 }
 
 /// The passes, in the order they run each round.
-const PASSES: [&str; 12] = [
+const PASSES: [&str; 14] = [
     "decode",
     "pieces",
     "features",
@@ -247,6 +258,8 @@ const PASSES: [&str; 12] = [
     "lookup_only",
     "chance_only",
     "accumulate_only",
+    "hot_scan",
+    "hot_weigh",
 ];
 
 fn run() -> Result<(), String> {
@@ -355,6 +368,13 @@ fn run() -> Result<(), String> {
                     found.0 += 1;
                     found.1 ^= v;
                 }
+            }
+        }
+        "hot_scan" | "hot_weigh" => {
+            let stage = if name == "hot_scan" { 0 } else { 1 };
+            for text in &texts {
+                let kept = stages.fingerprinter.profile_v3(black_box(text), stage);
+                found.1 ^= black_box(kept).unwrap_or(0);
             }
         }
         "fingerprint" => {

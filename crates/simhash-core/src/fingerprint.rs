@@ -269,6 +269,9 @@ impl Fingerprinter {
         let han = SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN);
         let grams = SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN);
         let fold = Fold::t2s();
+        // Built here, so that a preloaded library builds it once in the
+        // postmaster, not in every backend.
+        crate::weights::prepare();
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
@@ -754,6 +757,32 @@ impl Fingerprinter {
             Err(scan::Stop::Interrupted) => Err(Interrupted),
             Err(scan::Stop::NotUtf8) => unreachable!("a str is UTF-8"),
         }
+    }
+
+    /// Version 3 of `text` through its hot path up to a stage, for the
+    /// stage profile (`bench/src/bin/fingerprint_stages.rs`): 0 the scan
+    /// and the counts, 1 and the weights, 2 and the counters. What it
+    /// returns is only something to keep alive (the fingerprint at 2);
+    /// `None` for a text the hot path does not take.
+    #[doc(hidden)]
+    pub fn profile_v3(&self, text: &str, stage: u8) -> Option<u64> {
+        let stage = match stage {
+            0 => dense::Stage::Scan,
+            1 => dense::Stage::Weigh,
+            _ => dense::Stage::All,
+        };
+        let opts = &V3Options::DEFINITION;
+        dense::fingerprint_v3_to(
+            self,
+            opts,
+            text.as_bytes(),
+            &mut || true,
+            V3_MAX_COUNTED,
+            stage,
+        )
+        .ok()
+        .flatten()
+        .flatten()
     }
 
     /// [`Self::fingerprint_checked_as`] of raw bytes, which must be UTF-8:

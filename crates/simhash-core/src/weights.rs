@@ -114,6 +114,11 @@ static EXP_STEPS: LazyLock<Vec<f64>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Builds the table of e^-j/64 now rather than at the first weight.
+pub fn prepare() {
+    LazyLock::force(&EXP_STEPS);
+}
+
 /// The coefficients of e^x's series to the sixth power: 1 / i!.
 const EXP_SERIES: [f64; 7] = [
     1.0,

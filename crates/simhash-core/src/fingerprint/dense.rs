@@ -236,6 +236,31 @@ pub(super) fn fingerprint_v3(
     go_on: &mut impl FnMut() -> bool,
     bound: usize,
 ) -> Result<Option<Option<u64>>, Stop> {
+    fingerprint_v3_to(fp, opts, bytes, go_on, bound, Stage::All)
+}
+
+/// How far [`fingerprint_v3_to`] goes: the stage profile of
+/// `bench/src/bin/fingerprint_stages.rs` times each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The scan and the counts: the number of distinct features.
+    Scan,
+    /// And the weights: their sum.
+    Weigh,
+    /// And the 64 counters: the fingerprint.
+    All,
+}
+
+/// [`fingerprint_v3`] up to `stage`; what it returns before
+/// [`Stage::All`] is only something to keep alive.
+pub(super) fn fingerprint_v3_to(
+    fp: &Fingerprinter,
+    opts: &V3Options,
+    bytes: &[u8],
+    go_on: &mut impl FnMut() -> bool,
+    bound: usize,
+    stage: Stage,
+) -> Result<Option<Option<u64>>, Stop> {
     if !fp.dense.all_alone || opts.han.cap > 255 || opts.gram.cap > 255 {
         return Ok(None);
     }
@@ -271,6 +296,9 @@ pub(super) fn fingerprint_v3(
             return Ok(None);
         }
         let touched = &counts.order[..counts.touched];
+        if stage == Stage::Scan {
+            return Ok(Some(Some(touched.len() as u64 + totals[0] + totals[1])));
+        }
         // A feature of the map with the hash of a feature the table
         // counted: the definition would count them as one.
         if !touched.is_empty()
@@ -297,6 +325,7 @@ pub(super) fn fingerprint_v3(
         let mut weights = [0i64; WEIGH_BATCH];
         let mut acc = Accumulator::new();
         let mut positive = false;
+        let mut weighed = 0u64;
         for batch in touched.chunks(WEIGH_BATCH) {
             if batched {
                 for (f, &i) in to_weigh.iter_mut().zip(batch) {
@@ -317,10 +346,19 @@ pub(super) fn fingerprint_v3(
                     *w = weigh(i, false);
                 }
             }
+            if stage == Stage::Weigh {
+                weighed = weights[..batch.len()]
+                    .iter()
+                    .fold(weighed, |a, &w| a ^ w as u64);
+                continue;
+            }
             for (&w, &i) in weights.iter().zip(batch) {
                 acc.add(fp.dense.entries[i as usize].hash, w);
                 positive |= w > 0;
             }
+        }
+        if stage == Stage::Weigh {
+            return Ok(Some(Some(weighed)));
         }
         let mut fallback = Accumulator::new();
         if !positive {
