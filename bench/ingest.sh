@@ -55,7 +55,10 @@ near_pairs() {
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 data=$work/data
-variants="plain fingerprint bands near-unique"
+# VARIANTS="plain fingerprint" CONCURRENT=0 bench/ingest.sh: only COPY
+# with a generated fingerprint column against plain COPY.
+variants=${VARIANTS:-plain fingerprint bands near-unique}
+case " $variants " in *" plain "*) ;; *) die "VARIANTS must hold plain, the baseline" ;; esac
 for corpus in "$@"; do
     # The corpus as a plain-text COPY file of bodies: decoded once, up
     # front, so every variant loads the very same bytes.
@@ -84,7 +87,7 @@ for line in sys.stdin:
     done
 
     : > "$work/concurrent"
-    for variant in bands near-unique; do
+    [ "${CONCURRENT:-1}" = 0 ] || for variant in bands near-unique; do
         setup "$variant" >/dev/null
         result=$("$PYTHON" "$ROOT/bench/ingest_concurrent.py" ingest "$data" "$SESSIONS" "$BATCH" "$BENCH_DB")
         echo "$variant $result $(q -c "SELECT count(*) FROM ingest") $(near_pairs)" >> "$work/concurrent"
@@ -103,14 +106,17 @@ for line in open(f"{work}/single"):
 med = {v: statistics.median(s) for v, s in secs.items()}
 print(f"\n== {name}: COPY of {rows} documents ({mb:.2f} MB), one session, median of {reps} ==")
 print("%-13s %9s %10s %8s %9s %9s" % ("variant", "seconds", "rows/s", "MB/s", "vs-plain", "vs-bands"))
-for v in ["plain", "fingerprint", "bands", "near-unique"]:
+for v in [v for v in ["plain", "fingerprint", "bands", "near-unique"] if v in med]:
     s = med[v]
-    print("%-13s %9.2f %10.0f %8.2f %8.2fx %8.2fx" % (v, s, rows / s, mb / s, med["plain"] / s, med["bands"] / s))
+    vs_bands = "%8.2fx" % (med["bands"] / s) if "bands" in med else "%9s" % "-"
+    print("%-13s %9.2f %10.0f %8.2f %8.2fx %s" % (v, s, rows / s, mb / s, med["plain"] / s, vs_bands))
 conc = {}
 for line in open(f"{work}/concurrent"):
     variant, rest = line.split(" ", 1)
     j, kept, pairs = rest.rsplit(" ", 2)
     conc[variant] = (json.loads(j), int(kept), int(pairs))
+if not conc:
+    sys.exit(0)
 print(f"== {name}: {sessions} sessions at once, {batch} rows per transaction ==")
 print("%-13s %9s %10s %9s %8s %10s %10s" % ("variant", "seconds", "rows/s", "vs-bands", "retries", "rows-kept", "near-pairs"))
 base = conc["bands"][0]["seconds"]
