@@ -677,6 +677,24 @@ impl Fingerprinter {
         }
     }
 
+    /// [`Self::add_weighed_v3`] of the features counted in a map, (count,
+    /// kind) by hash.
+    pub(crate) fn add_counted_v3(
+        &self,
+        opts: &V3Options,
+        counts: &HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>,
+        totals: [u64; 2],
+        acc: &mut Accumulator,
+        fallback: &mut Accumulator,
+        positive: &mut bool,
+    ) {
+        let distinct: Vec<Distinct> = counts
+            .iter()
+            .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), self.look_up_v3(kind, h)))
+            .collect();
+        Self::add_weighed_v3(opts, &distinct, totals, acc, fallback, positive);
+    }
+
     /// Weighs each distinct feature (hash, kind, count, what
     /// [`Self::look_up_v3`] gave) and adds it to `acc`, and, until a
     /// feature weighs above zero, its weight regardless of chance to
@@ -848,13 +866,9 @@ impl Fingerprinter {
                     counts.shrink_to_fit();
                 }
             })?;
-            let distinct: Vec<Distinct> = counts
-                .iter()
-                .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), self.look_up_v3(kind, h)))
-                .collect();
-            Self::add_weighed_v3(
+            self.add_counted_v3(
                 opts,
-                &distinct,
+                &counts,
                 totals,
                 &mut acc,
                 &mut fallback,

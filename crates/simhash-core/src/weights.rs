@@ -170,15 +170,7 @@ pub fn expected_capped6_fast(mean: f64) -> Option<f64> {
     let j = (mean * FAST_STEPS) as usize;
     // Exact: j / 64 and mean are within 1/64 of each other.
     let x = j as f64 / FAST_STEPS - mean;
-    const C: [f64; 7] = [
-        1.0,
-        1.0,
-        1.0 / 2.0,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-    ];
+    const C: [f64; 7] = EXP_SERIES;
     let series = ((((((C[6] * x + C[5]) * x + C[4]) * x + C[3]) * x + C[2]) * x + C[1]) * x) + C[0];
     let e = EXP_STEPS[j] * series;
     let m = mean;
@@ -462,6 +454,22 @@ mod tests {
         assert!(exp_neg(f64::NAN).is_nan());
     }
 
+    /// Weighings like version 3's two (Han characters, trigrams).
+    const LIKE_VERSION_3: [Weighing; 2] = [
+        Weighing {
+            scale: 1.0,
+            cap: 6,
+            unknown: 1.0,
+            power: Power::One,
+        },
+        Weighing {
+            scale: 1.0,
+            cap: 6,
+            unknown: 0.3,
+            power: Power::Zero,
+        },
+    ];
+
     /// Means spread over every range the chance term takes: tiny (short
     /// texts, rare features), around the cap, and past the table.
     fn means(count: usize, seed: u64) -> Vec<f64> {
@@ -510,20 +518,7 @@ mod tests {
 
     #[test]
     fn a_batch_has_the_bits_of_one_at_a_time() {
-        let weighings = [
-            Weighing {
-                scale: 1.0,
-                cap: 6,
-                unknown: 1.0,
-                power: Power::One,
-            },
-            Weighing {
-                scale: 1.0,
-                cap: 6,
-                unknown: 0.3,
-                power: Power::Zero,
-            },
-        ];
+        let weighings = LIKE_VERSION_3;
         let mut state = 17u64;
         let all = means(50_000, 23);
         // Every batch length, odd ones too, with means of every range,
@@ -550,18 +545,8 @@ mod tests {
     #[test]
     fn the_fixed_weight_has_the_bits_of_the_series() {
         let weighings = [
-            Weighing {
-                scale: 1.0,
-                cap: 6,
-                unknown: 1.0,
-                power: Power::One,
-            },
-            Weighing {
-                scale: 1.0,
-                cap: 6,
-                unknown: 0.3,
-                power: Power::Zero,
-            },
+            LIKE_VERSION_3[0],
+            LIKE_VERSION_3[1],
             // Not the fast cap: the series every time.
             Weighing {
                 scale: 1.0,

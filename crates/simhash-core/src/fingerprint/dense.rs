@@ -23,7 +23,7 @@ use std::hash::BuildHasherDefault;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::scan::{self, Sink, Stop};
-use super::{Distinct, Fingerprinter, Kind, V3Options};
+use super::{Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::idf::PassThrough;
 use crate::weights::{fixed_weights6, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
@@ -367,13 +367,9 @@ pub(super) fn fingerprint_v3_to(
             }
         }
         if !others.is_empty() {
-            let distinct: Vec<Distinct> = others
-                .iter()
-                .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), fp.look_up_v3(kind, h)))
-                .collect();
-            Fingerprinter::add_weighed_v3(
+            fp.add_counted_v3(
                 opts,
-                &distinct,
+                &others,
                 totals,
                 &mut acc,
                 &mut fallback,
