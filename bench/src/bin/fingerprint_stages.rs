@@ -42,9 +42,9 @@
 //!
 //! * `pieces_nofold`: `pieces` without the fold (`for_each_piece`);
 //! * `lookup_only`: the self-information lookups of the distinct features;
-//! * `chance_only`: `expected_capped(n * p, 6)` of the distinct features,
-//!   four at a time (`expected_capped_x4`, as the core computes them),
-//!   the exponential series with its Poisson sum;
+//! * `chance_only`: the fast chance term `expected_capped6_fast(n * p)` of
+//!   the distinct features (a table of e^-j/64 and two short polynomials;
+//!   the core certifies it against the 24-term series);
 //! * `accumulate_only`: the 64 counters over the distinct features'
 //!   (hash, weight) pairs, and the sign bits.
 //!
