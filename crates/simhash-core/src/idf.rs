@@ -144,7 +144,8 @@ impl IdfTable {
 /// The same value as `(x * 2^16).round() as i64`, without `f64::round`,
 /// which on x86-64 below SSE4.1 (the baseline every package is built
 /// for) is a call into the C library: version 3 rounds two or three times
-/// per feature, and the call took 8% of its time on Chinese news. Below
+/// per feature, and the call was 8% of its time on Chinese news in a
+/// profile (`perf record`, not a benchmark). Below
 /// 2^52 the part after the point, `y - trunc(y)`, is exact; from 2^52 on
 /// every double is a whole number; NaN gives 0 and the infinities
 /// saturate, as the cast does (`tests::to_fixed_rounds_as_round_does`).

@@ -112,7 +112,15 @@ impl<F: FnMut(Piece<'_>) -> bool, M: Fn(char) -> char> Pieces<F, M> {
 /// for one when the next character is fast too.)
 #[inline]
 fn is_fast(c: char) -> bool {
-    c.is_ascii() || matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}')
+    c.is_ascii() || is_unified_ideograph(c)
+}
+
+/// The unified ideographs of the BMP (CJK Extension A and the URO, without
+/// the Yijing hexagrams between them): NFKC leaves them alone whatever
+/// surrounds them.
+#[inline]
+pub(crate) fn is_unified_ideograph(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}')
 }
 
 /// Normalizes `text` and hands each piece to `emit`, in text order.

@@ -384,9 +384,9 @@ impl Weighing {
     /// monotone, and `factor` and the scale are not negative), so when it
     /// gives one integer for both ends of [`expected_capped6_fast`]'s
     /// interval, plus or minus [`CHANCE_ERROR`], it gives that integer for
-    /// the exact chance term inside the interval too. Otherwise (about two
-    /// features in a million: the weight is within 2.3e-6 of a rounding
-    /// boundary) it is computed the slow way.
+    /// the exact chance term inside the interval too. Otherwise (a weight
+    /// within about 2.3e-6 of a rounding boundary, a few in a million of
+    /// them) it is computed the slow way.
     #[inline]
     pub fn fixed_weight(&self, s: f64, factor: f64, tf: u64, mean: f64) -> i64 {
         let f = self.to_weigh(s, factor, tf, mean);

@@ -39,7 +39,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::dense::{gram_index, FROM, SYMBOL, SYMBOLS, TO};
 use crate::fold::Fold;
-use crate::text::{is_han, MAX_PIECE_CHARS};
+use crate::text::{is_han, is_unified_ideograph, MAX_PIECE_CHARS};
 
 /// What stopped a scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,12 +147,12 @@ impl ScanTables {
 /// The class of code point `u` (U+2000..U+FFFF), from NFKC itself.
 fn class_of(u: u32) -> u8 {
     use unicode_normalization::char::canonical_combining_class as ccc;
-    if (0x3400..=0x4DBF).contains(&u) || (0x4E00..=0x9FFF).contains(&u) {
-        return IDEOGRAPH;
-    }
     let Some(c) = char::from_u32(u) else {
         return SLOW;
     };
+    if is_unified_ideograph(c) {
+        return IDEOGRAPH;
+    }
     if ccc(c) != 0 {
         return SLOW;
     }
@@ -450,17 +450,14 @@ mod tests {
         }
     }
 
-    fn scanned(text: &str) -> Vec<(Kind, String)> {
+    /// The scan of `bytes` with the shared tables, into a [`Record`].
+    fn scan_bytes(bytes: &[u8], go_on: impl FnMut() -> bool) -> Result<Record, Stop> {
         let fp = shared();
-        scan(
-            &fp.fold,
-            &fp.fast,
-            text.as_bytes(),
-            Record::default(),
-            || true,
-        )
-        .unwrap()
-        .0
+        scan(&fp.fold, &fp.fast, bytes, Record::default(), go_on)
+    }
+
+    fn scanned(text: &str) -> Vec<(Kind, String)> {
+        scan_bytes(text.as_bytes(), || true).unwrap().0
     }
 
     fn walked(text: &str) -> Vec<(Kind, String)> {
@@ -527,19 +524,12 @@ mod tests {
 
     #[test]
     fn the_scan_stops_when_told() {
-        let fp = shared();
         let text = "天地玄黄".repeat(10);
         let mut calls = 0;
-        let stopped = scan(
-            &fp.fold,
-            &fp.fast,
-            text.as_bytes(),
-            Record::default(),
-            || {
-                calls += 1;
-                false
-            },
-        );
+        let stopped = scan_bytes(text.as_bytes(), || {
+            calls += 1;
+            false
+        });
         assert_eq!(stopped.err(), Some(Stop::Interrupted));
         assert_eq!(calls, 1);
         // A long text is checked every CHECK_EVERY characters, through
@@ -547,16 +537,10 @@ mod tests {
         for unit in ["字", "a", "😀", "é"] {
             let text = unit.repeat(CHECK_EVERY as usize * 3);
             let mut calls = 0;
-            scan(
-                &fp.fold,
-                &fp.fast,
-                text.as_bytes(),
-                Record::default(),
-                || {
-                    calls += 1;
-                    true
-                },
-            )
+            scan_bytes(text.as_bytes(), || {
+                calls += 1;
+                true
+            })
             .unwrap();
             assert!(calls >= 3, "{unit}: {calls} calls");
         }
@@ -564,9 +548,8 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_utf8_are_found() {
-        let fp = shared();
         let check = |bytes: &[u8]| {
-            let scanned = scan(&fp.fold, &fp.fast, bytes, Record::default(), || true);
+            let scanned = scan_bytes(bytes, || true);
             match std::str::from_utf8(bytes) {
                 Ok(text) => assert_eq!(scanned.unwrap().0, walked(text), "{bytes:x?}"),
                 Err(_) => assert_eq!(scanned.err(), Some(Stop::NotUtf8), "{bytes:x?}"),
