@@ -66,6 +66,19 @@ pub(super) fn gram_index(a: u8, b: u8, c: u8) -> Option<usize> {
         .then(|| HAN + (usize::from(a) * SYMBOLS + usize::from(b)) * SYMBOLS + usize::from(c))
 }
 
+/// [`gram_index`] without the check, for symbols up to `SYMBOLS`: a
+/// number that is the index when all three are symbols.
+#[inline(always)]
+pub(super) fn gram_number(a: u8, b: u8, c: u8) -> u32 {
+    (HAN + (usize::from(a) * SYMBOLS + usize::from(b)) * SYMBOLS + usize::from(c)) as u32
+}
+
+/// The character of symbol `s` (below `SYMBOLS`).
+#[inline(always)]
+pub(super) fn symbol_char(s: u8) -> char {
+    char::from(SYMBOL_BYTES[usize::from(s)])
+}
+
 /// The feature at table index `i`, as text.
 pub(super) fn feature_text(i: usize) -> String {
     if i < HAN {
@@ -182,6 +195,20 @@ impl Counting<'_> {
         self.tf[i] = tf + u8::from(tf != u8::MAX);
     }
 
+    /// [`Self::bump`] of each index, with the number touched in a local.
+    #[inline(always)]
+    fn bump_all(&mut self, indexes: &[u32]) {
+        let mut touched = self.touched;
+        for &i in indexes {
+            let i = i as usize;
+            let tf = self.tf[i];
+            self.order[touched] = i as u32;
+            touched += usize::from(tf == 0);
+            self.tf[i] = tf + u8::from(tf != u8::MAX);
+        }
+        self.touched = touched;
+    }
+
     fn other(&mut self, hash: u64, kind: Kind) {
         if self.too_many {
             return;
@@ -205,6 +232,18 @@ impl Sink for Counting<'_> {
     fn dense_gram(&mut self, i: usize) {
         self.totals[Kind::Gram as usize] += 1;
         self.bump(i);
+    }
+
+    #[inline(always)]
+    fn dense_grams(&mut self, indexes: &[u32]) {
+        self.totals[Kind::Gram as usize] += indexes.len() as u64;
+        self.bump_all(indexes);
+    }
+
+    #[inline(always)]
+    fn dense_hans(&mut self, indexes: &[u32]) {
+        self.totals[Kind::Han as usize] += indexes.len() as u64;
+        self.bump_all(indexes);
     }
 
     fn han(&mut self, c: char) {

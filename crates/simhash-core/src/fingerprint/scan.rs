@@ -35,9 +35,11 @@
 //! What it hands on is checked against `walk_v3` feature by feature
 //! (`tests::the_scan_hands_on_what_the_walk_does`).
 
+use std::hint::select_unpredictable;
+
 use unicode_normalization::UnicodeNormalization;
 
-use super::dense::{gram_index, FROM, SYMBOL, SYMBOLS, TO};
+use super::dense::{gram_index, gram_number, symbol_char, FROM, SYMBOL, SYMBOLS, TO};
 use crate::fold::Fold;
 use crate::text::{is_han, is_unified_ideograph, MAX_PIECE_CHARS};
 
@@ -56,14 +58,33 @@ pub(crate) trait Sink {
     fn dense_han(&mut self, index: usize);
     /// A trigram of the dense table, by its index.
     fn dense_gram(&mut self, index: usize);
+    /// [`Self::dense_gram`] of each index, in order.
+    #[inline(always)]
+    fn dense_grams(&mut self, indexes: &[u32]) {
+        for &i in indexes {
+            self.dense_gram(i as usize);
+        }
+    }
+    /// [`Self::dense_han`] of each index, in order.
+    #[inline(always)]
+    fn dense_hans(&mut self, indexes: &[u32]) {
+        for &i in indexes {
+            self.dense_han(i as usize);
+        }
+    }
     /// A Han character outside the table.
     fn han(&mut self, c: char);
     /// A trigram outside the table.
     fn gram(&mut self, g: [char; 3]);
 }
 
-/// How many characters go by between two calls of `go_on`.
+/// How many characters go by between two calls of `go_on` (a run of
+/// ASCII or of ideographs counts its characters [`RUN`] at a time, so a
+/// few more may).
 const CHECK_EVERY: u32 = 16 * 1024;
+
+/// How many features a run hands the sink at once.
+const RUN: usize = 256;
 
 /// Classes of the three-byte characters U+2000..U+FFFF. Any other byte
 /// value of the class table is the full-width form of an ASCII byte, plus
@@ -142,6 +163,22 @@ impl ScanTables {
             Some(_) => self.class_at(bytes, i).0 != SLOW,
         }
     }
+}
+
+/// The unified ideograph (U+3400..U+4DBF, U+4E00..U+9FFF) whose three
+/// bytes are at `bytes[i..]`, if one is: what the class table says
+/// [`IDEOGRAPH`] of, from the bytes alone. The lead byte E3..E9 and two
+/// continuation bytes are a well-formed character of U+3000..U+9FFF.
+#[inline(always)]
+fn ideograph_at(bytes: &[u8], i: usize) -> Option<u32> {
+    let [b0, b1, b2] = *bytes.get(i..i + 3)? else {
+        return None;
+    };
+    if !(0xE3..=0xE9).contains(&b0) || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80 {
+        return None;
+    }
+    let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
+    (u >= 0x4E00 || (0x3400..0x4DC0).contains(&u)).then_some(u)
 }
 
 /// The class of code point `u` (U+2000..U+FFFF), from NFKC itself.
@@ -289,6 +326,170 @@ impl<S: Sink> Scan<'_, S> {
         }
     }
 
+    /// The ASCII bytes from `bytes[i]` on while the byte after each is
+    /// ASCII too (so that no combining mark follows any of them), as
+    /// [`Self::ascii`] would take them one by one. The index of the first
+    /// byte it leaves, at least `i + 1`; `bytes[i]` and `bytes[i + 1]`
+    /// must be ASCII.
+    ///
+    /// With no branch on where a word starts or ends, and its state in
+    /// locals rather than in `self`, so that no step waits for the one
+    /// before to go through memory: the trigram an ASCII byte closes is
+    /// the last two symbols and its own (or `$` when it ends the word),
+    /// written down always and kept only when a word is open, and the
+    /// sink takes them [`RUN`] at a time.
+    #[inline(always)]
+    fn ascii_run(
+        &mut self,
+        bytes: &[u8],
+        mut i: usize,
+        steps: &mut u32,
+        go_on: &mut impl FnMut() -> bool,
+    ) -> Result<usize, Stop> {
+        const CARET: u8 = SYMBOL[b'^' as usize];
+        const DOLLAR: u8 = SYMBOL[b'$' as usize];
+        const LETTERS: u8 = SYMBOLS as u8 - 2;
+        // A word open on characters outside the table takes the way of
+        // one byte at a time until it ends or holds two table symbols.
+        while self.open && (self.sa >= SYMBOLS as u8 || self.sb >= SYMBOLS as u8) {
+            match bytes.get(i..i + 2) {
+                Some(&[b, next]) if b < 0x80 && next < 0x80 => {}
+                _ => return Ok(i),
+            }
+            self.step(steps, go_on)?;
+            self.ascii(bytes[i]);
+            i += 1;
+        }
+        let (mut sa, mut sb, mut open, mut piece) = (self.sa, self.sb, self.open, self.piece);
+        // A byte closes one trigram, and a cut adds one more.
+        let mut grams = [0u32; RUN + 1];
+        loop {
+            let from = i;
+            let end = bytes.len().saturating_sub(1).min(i + RUN);
+            let mut kept = 0;
+            while i < end {
+                let (b, next) = (bytes[i], bytes[i + 1]);
+                if (b | next) >= 0x80 {
+                    break;
+                }
+                let l = b.to_ascii_lowercase();
+                let sc = SYMBOL[usize::from(l)];
+                let word = sc < LETTERS;
+                let last = select_unpredictable(word, sc, DOLLAR);
+                grams[kept] = gram_number(sa, sb, last);
+                kept += usize::from(open);
+                // The next state; when this byte ends the word, only
+                // `open` matters (a word starts again from `^`).
+                sa = select_unpredictable(open, sb, CARET);
+                sb = sc;
+                open = word;
+                piece = select_unpredictable(word, piece + 1, 0);
+                if piece == MAX_PIECE_CHARS {
+                    // The piece is cut: its word ends.
+                    grams[kept] = gram_number(sa, sb, DOLLAR);
+                    kept += 1;
+                    open = false;
+                    piece = 0;
+                }
+                i += 1;
+            }
+            self.sink.dense_grams(&grams[..kept]);
+            let run = (i - from) as u32;
+            if run >= *steps {
+                if !go_on() {
+                    return Err(Stop::Interrupted);
+                }
+                *steps = CHECK_EVERY;
+            } else {
+                *steps -= run;
+            }
+            if i < end || end < from + RUN {
+                break;
+            }
+        }
+        (self.sa, self.sb, self.open, self.piece) = (sa, sb, open, piece);
+        if open {
+            // Two symbols of the table (`^` or a letter, then a letter).
+            self.a = symbol_char(sa);
+            self.b = symbol_char(sb);
+        }
+        Ok(i)
+    }
+
+    /// The unified ideographs from `bytes[i]` on, the first of which is
+    /// `u`, as [`Self::ideograph`] would take them one by one, with the
+    /// length of the piece in a local and the sink taking them [`RUN`] at
+    /// a time. The index of the first byte it leaves. The first one's
+    /// step is the caller's.
+    #[inline(always)]
+    fn ideograph_run(
+        &mut self,
+        bytes: &[u8],
+        mut i: usize,
+        u: u32,
+        steps: &mut u32,
+        go_on: &mut impl FnMut() -> bool,
+    ) -> Result<usize, Stop> {
+        self.ideograph(u);
+        i += 3;
+        if self.open {
+            // It folds to a character that is not Han, which opened a
+            // word: the next one goes the way of one at a time.
+            return Ok(i);
+        }
+        let mut piece = self.piece;
+        let mut hans = [0u32; RUN];
+        loop {
+            let mut kept = 0;
+            while kept < RUN {
+                let Some(u) = ideograph_at(bytes, i) else {
+                    break;
+                };
+                let index = self.fast.folded[(u - FROM) as usize];
+                if index == GENERAL {
+                    break;
+                }
+                hans[kept] = u32::from(index);
+                kept += 1;
+                piece += 1;
+                i += 3;
+                if piece == MAX_PIECE_CHARS {
+                    // The piece is cut (no word is open after a Han
+                    // character: nothing else to end).
+                    piece = 0;
+                }
+            }
+            self.sink.dense_hans(&hans[..kept]);
+            let run = kept as u32;
+            if run >= *steps {
+                if !go_on() {
+                    return Err(Stop::Interrupted);
+                }
+                *steps = CHECK_EVERY;
+            } else {
+                *steps -= run;
+            }
+            if kept < RUN {
+                break;
+            }
+        }
+        self.piece = piece;
+        Ok(i)
+    }
+
+    /// One character's step: `go_on` every [`CHECK_EVERY`].
+    #[inline(always)]
+    fn step(&mut self, steps: &mut u32, go_on: &mut impl FnMut() -> bool) -> Result<(), Stop> {
+        *steps -= 1;
+        if *steps == 0 {
+            if !go_on() {
+                return Err(Stop::Interrupted);
+            }
+            *steps = CHECK_EVERY;
+        }
+        Ok(())
+    }
+
     /// A unified ideograph `u`.
     #[inline(always)]
     fn ideograph(&mut self, u: u32) {
@@ -366,6 +567,15 @@ pub(crate) fn scan<S: Sink>(
     let mut steps = 1u32;
     let mut i = 0;
     while i < n {
+        let b = bytes[i];
+        // A run of ASCII: the run counts its own steps.
+        if b < 0x80 && bytes.get(i + 1).is_some_and(|&next| next < 0x80) {
+            if let Some(from) = slow_from.take() {
+                s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
+            }
+            i = s.ascii_run(bytes, i, &mut steps, &mut go_on)?;
+            continue;
+        }
         steps -= 1;
         if steps == 0 {
             if !go_on() {
@@ -373,7 +583,6 @@ pub(crate) fn scan<S: Sink>(
             }
             steps = CHECK_EVERY;
         }
-        let b = bytes[i];
         // How many bytes this character takes, and the ASCII byte it is
         // handled as, or `None` to add it to the NFKC stretch.
         let (len, fast) = if b < 0x80 {
@@ -394,8 +603,7 @@ pub(crate) fn scan<S: Sink>(
                     if let Some(from) = slow_from.take() {
                         s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
-                    s.ideograph(u);
-                    i += 3;
+                    i = s.ideograph_run(bytes, i, u, &mut steps, &mut go_on)?;
                     continue;
                 }
                 // A mark ends the piece, as a space does.
@@ -520,6 +728,21 @@ mod tests {
                 .collect();
             assert_eq!(scanned(&t), walked(&t), "round {round}: {t:?}");
         }
+        // Long texts of long runs: words and runs of ideographs across
+        // the sink's batches and the piece length, and a word that opens
+        // on a character outside the table.
+        let pool: Vec<char> = "aaaaaaaaaaBz9     .字字字字字字字國，é😀".chars().collect();
+        for round in 0..400 {
+            let len = (splitmix(&mut state) % 3000) as usize;
+            let stretch = 1 + (splitmix(&mut state) % 700) as usize;
+            let mut t = String::new();
+            while t.chars().count() < len {
+                let c = pool[(splitmix(&mut state) % pool.len() as u64) as usize];
+                let n = 1 + (splitmix(&mut state) % stretch as u64) as usize;
+                t.extend(std::iter::repeat_n(c, n));
+            }
+            assert_eq!(scanned(&t), walked(&t), "long round {round}");
+        }
     }
 
     #[test]
@@ -583,6 +806,30 @@ mod tests {
         ] {
             check(bad);
             assert!(std::str::from_utf8(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn the_run_of_ideographs_is_what_the_class_table_calls_one() {
+        let tables = &shared().fast;
+        for u in 0x80..0x1_0000u32 {
+            let Some(c) = char::from_u32(u) else {
+                continue;
+            };
+            let mut buf = [0u8; 4];
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            let by_table = bytes.len() == 3 && tables.class_at(bytes, 0).0 == IDEOGRAPH;
+            assert_eq!(ideograph_at(bytes, 0).is_some(), by_table, "U+{u:04X}");
+            assert_eq!(by_table, is_unified_ideograph(c), "U+{u:04X}");
+        }
+        // Cut short, a continuation byte missing, a bad one, a surrogate.
+        for bad in [
+            &b"\xE4\xB8"[..],
+            b"\xE4\xB8A",
+            b"\xE4A\xAD",
+            b"\xED\xA0\x80",
+        ] {
+            assert_eq!(ideograph_at(bad, 0), None, "{bad:?}");
         }
     }
 
