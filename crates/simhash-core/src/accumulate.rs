@@ -102,6 +102,48 @@ impl Accumulator {
         self.features += 1;
     }
 
+    /// [`Self::add`] of each (hash, weight) pair, the same sums; when the
+    /// weights are all small and fit before the next spill, half the sums
+    /// at a time are kept in registers over the whole batch rather than
+    /// loaded and stored again for every feature.
+    #[inline]
+    pub fn add_all(&mut self, hashes: &[u64], weights: &[i64]) {
+        assert_eq!(hashes.len(), weights.len());
+        let n = hashes.len();
+        let small = weights.iter().all(|&w| w > -SMALL && w < SMALL);
+        if !small || n > SPILL_EVERY as usize {
+            for (&h, &w) in hashes.iter().zip(weights) {
+                self.add(h, w);
+            }
+            return;
+        }
+        if self.pending as usize + n > SPILL_EVERY as usize {
+            self.spill();
+        }
+        for half in [0, 4] {
+            let mut sums: [i32x8; 4] = [
+                self.small[half],
+                self.small[half + 1],
+                self.small[half + 2],
+                self.small[half + 3],
+            ];
+            for (&h, &w) in hashes.iter().zip(weights) {
+                let w = i32x8::splat(w as i32);
+                for (k, sum) in sums.iter_mut().enumerate() {
+                    let byte = (h >> (8 * (half + k))) & 0xFF;
+                    *sum += w & i32x8::from(LANE_MASKS[byte as usize]);
+                }
+            }
+            self.small[half..half + 4].copy_from_slice(&sums);
+        }
+        self.pending += n as u32;
+        if self.pending == SPILL_EVERY {
+            self.spill();
+        }
+        self.total += weights.iter().sum::<i64>();
+        self.features += n as u64;
+    }
+
     /// Moves the 32-bit sums into the 64-bit ones.
     fn spill(&mut self) {
         for (byte, sums) in self.small.iter_mut().enumerate() {
@@ -226,6 +268,43 @@ mod tests {
             acc.add(u64::MAX, SMALL - 1);
         }
         assert_eq!(acc.counters()[63], i64::from(SPILL_EVERY * 3) * (SMALL - 1));
+    }
+
+    #[test]
+    fn batches_have_the_counters_of_one_at_a_time() {
+        let mut s = 777;
+        for round in 0..200 {
+            let mut acc = Accumulator::new();
+            let mut features = Vec::new();
+            // Batches of every size up to past a spill, some with a large
+            // weight, some with the largest small one on every bit.
+            while features.len() < 3000 {
+                let n = (splitmix(&mut s) % 300) as usize;
+                let batch: Vec<(u64, i64)> = (0..n)
+                    .map(|i| match (round + i) % 97 {
+                        0 if round % 3 == 0 => (splitmix(&mut s), SMALL),
+                        1 if round % 5 == 0 => (u64::MAX, SMALL - 1),
+                        2 if round % 5 == 0 => (0, -(SMALL - 1)),
+                        _ => (
+                            splitmix(&mut s),
+                            (splitmix(&mut s) % 2_000_001) as i64 - 1_000_000,
+                        ),
+                    })
+                    .collect();
+                let (hashes, weights): (Vec<u64>, Vec<i64>) = batch.iter().copied().unzip();
+                acc.add_all(&hashes, &weights);
+                features.extend(batch);
+            }
+            let mut counters = [0i64; 64];
+            for &(h, w) in &features {
+                for (i, c) in counters.iter_mut().enumerate() {
+                    *c += if h >> i & 1 == 1 { w } else { -w };
+                }
+            }
+            assert_eq!(acc.counters(), counters, "round {round}");
+            assert_eq!(acc.finish(), scalar(&features), "round {round}");
+            assert_eq!(acc.features(), features.len() as u64);
+        }
     }
 
     #[test]

@@ -204,38 +204,40 @@ pub const WEIGH_BATCH: usize = 64;
 
 /// The fixed-point weights of up to [`WEIGH_BATCH`] features whose cap is
 /// 6, into `out`: the bits of [`Weighing::fixed_weight`], the same
-/// certified shortcut, in three loops over the batch that each do one
-/// thing (gather the table values; the chance terms, four lanes at a time
-/// with `wide`, the same IEEE operations as [`expected_capped6_fast`];
-/// the weights at both ends of the interval), so that the CPU overlaps
-/// the features' long chains of dependent operations.
+/// certified shortcut, four lanes at a time with `wide` from the chance
+/// term to the rounded weights at both ends of its interval (the same
+/// IEEE operations as [`expected_capped6_fast`] and [`to_fixed`]); only
+/// a lane the shortcut does not certify takes the 24-term series.
 pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
     assert!(batch.len() <= WEIGH_BATCH && out.len() >= batch.len());
     let steps: &[f64] = &EXP_STEPS;
-    let n = batch.len();
-    let mut table = [0.0f64; WEIGH_BATCH];
-    let mut reduced = [0.0f64; WEIGH_BATCH];
-    let mut mean = [0.0f64; WEIGH_BATCH];
-    // The lanes of means the shortcut does not serve (negative, NaN,
-    // infinite, or 50 and above) compute on 0 and are handled after.
-    let mut special = 0u64;
-    for (k, f) in batch.iter().enumerate() {
-        let m = f.mean;
-        if (0.0..FAST_MEAN_LIMIT).contains(&m) {
-            let j = (m * FAST_STEPS) as usize;
-            table[k] = steps[j];
-            reduced[k] = j as f64 / FAST_STEPS - m;
-            mean[k] = m;
-        } else {
-            special |= 1 << k;
+    let c = |v: f64| f64x4::splat(v);
+    for (fours, out) in batch.chunks(4).zip(out.chunks_mut(4)) {
+        // Four features by field, padded with lanes that weigh nothing.
+        let mut row = [[0.0f64; 4]; 6];
+        // Lanes whose mean the shortcut does not serve (negative,
+        // infinite or not a number): taken the slow way.
+        let mut slow = 0u32;
+        for (lane, f) in fours.iter().enumerate() {
+            let m = f.mean;
+            // From a mean of 50 on, the chance is 6.0: the table value 0
+            // makes it so below, as `expected_capped6_fast` says.
+            let (table, reduced, mean) = if (0.0..FAST_MEAN_LIMIT).contains(&m) {
+                // Below 3,200: the cast and back are exact.
+                let j = (m * FAST_STEPS) as i32;
+                (steps[j as usize], f64::from(j) / FAST_STEPS - m, m)
+            } else {
+                slow |= u32::from(!(m >= 0.0 && m.is_finite())) << lane;
+                (0.0, 0.0, 0.0)
+            };
+            row[0][lane] = table;
+            row[1][lane] = reduced;
+            row[2][lane] = mean;
+            row[3][lane] = f.scale;
+            row[4][lane] = f.capped;
+            row[5][lane] = f.factor;
         }
-    }
-    let mut chance = [0.0f64; WEIGH_BATCH];
-    for k in (0..n).step_by(4) {
-        let x = f64x4::from(<[f64; 4]>::try_from(&reduced[k..k + 4]).expect("four"));
-        let t = f64x4::from(<[f64; 4]>::try_from(&table[k..k + 4]).expect("four"));
-        let m = f64x4::from(<[f64; 4]>::try_from(&mean[k..k + 4]).expect("four"));
-        let c = |v: f64| f64x4::splat(v);
+        let [t, x, m, scale, capped, factor] = row.map(f64x4::from);
         let series = (((((c(EXP_SERIES[6]) * x + c(EXP_SERIES[5])) * x + c(EXP_SERIES[4])) * x
             + c(EXP_SERIES[3]))
             * x
@@ -247,27 +249,56 @@ pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
         let e = t * series;
         let p = c(6.0)
             + m * (c(5.0) + m * (c(2.0) + m * (c(0.5) + m * (c(1.0 / 12.0) + m * c(1.0 / 120.0)))));
-        chance[k..k + 4].copy_from_slice(&(c(6.0) - e * p).to_array());
+        let chance = c(6.0) - e * p;
+        // `ToWeigh::fixed` at both ends of the interval, as `to_fixed`
+        // scales them.
+        let weight = |chance: f64x4| factor * (scale * (capped - chance)) * c(FIXED_ONE);
+        let high = weight(chance - c(CHANCE_ERROR));
+        let low = weight(chance + c(CHANCE_ERROR));
+        let (high_r, low_r) = (round_away(high), round_away(low));
+        // Certified: both ends round alike, within the range where
+        // `round_away` is `to_fixed`'s rounding, and the weight falls as
+        // the chance rises (NaN compares false all the way).
+        let limit = c(ROUND_LIMIT);
+        let certified = high_r.simd_eq(low_r)
+            & high.abs().simd_lt(limit)
+            & low.abs().simd_lt(limit)
+            & factor.simd_ge(c(0.0))
+            & scale.simd_ge(c(0.0))
+            & scale.simd_lt(c(f64::INFINITY));
+        slow |= !certified.to_bitmask() & 0xF;
+        let rounded = high_r.to_array();
+        for (lane, (f, w)) in fours.iter().zip(out.iter_mut()).enumerate() {
+            *w = if slow >> lane & 1 == 0 {
+                // A whole number below 2^51 in magnitude: the cast is
+                // exact.
+                rounded[lane] as i64
+            } else {
+                f.fixed(expected_capped(f.mean, FAST_CAP))
+            };
+        }
     }
-    for (k, (f, w)) in batch.iter().zip(out.iter_mut()).enumerate() {
-        let monotone = f.factor >= 0.0 && f.scale >= 0.0 && f.scale.is_finite();
-        let fast = if special >> k & 1 == 0 {
-            Some(chance[k])
-        } else {
-            expected_capped6_fast(f.mean)
-        };
-        *w = match fast {
-            Some(c) if monotone => {
-                let high = f.fixed(c - CHANCE_ERROR);
-                if high == f.fixed(c + CHANCE_ERROR) {
-                    high
-                } else {
-                    f.fixed(expected_capped(f.mean, FAST_CAP))
-                }
-            }
-            _ => f.fixed(expected_capped(f.mean, FAST_CAP)),
-        };
-    }
+}
+
+/// 2^16: what [`to_fixed`] multiplies by.
+const FIXED_ONE: f64 = (1u64 << crate::idf::WEIGHT_FRACTION_BITS) as f64;
+
+/// Below this magnitude [`round_away`] is exact: 2^51.
+const ROUND_LIMIT: f64 = (1u64 << 51) as f64;
+
+/// `y` rounded to the nearest whole number, halves away from zero, as
+/// [`to_fixed`] rounds, for `|y|` below [`ROUND_LIMIT`] (anything for any
+/// other): 2^52 added and taken away again rounds `|y|` to the nearest
+/// whole number, ties to even, exactly; `|y|` less that is exact too
+/// (within 1/2 of it, Sterbenz), and is 1/2 only for a tie rounded down.
+#[inline(always)]
+fn round_away(y: f64x4) -> f64x4 {
+    let big = f64x4::splat((1u64 << 52) as f64);
+    let a = y.abs();
+    let n = (a + big) - big;
+    let tie_down = (a - n).simd_eq(f64x4::splat(0.5));
+    let n = n + (tie_down & f64x4::splat(1.0));
+    y.simd_lt(f64x4::splat(0.0)).bitselect(-n, n)
 }
 
 /// Self-information per feature, keyed by the feature's xxh3-64 hash.
@@ -539,6 +570,69 @@ mod tests {
             let mut out = [0i64; WEIGH_BATCH];
             fixed_weights6(&batch, &mut out);
             assert_eq!(&out[..batch.len()], &expected[..], "round {round}");
+        }
+        // Weights a hair from a rounding boundary (the slow lanes), beside
+        // ordinary ones, and means the shortcut does not take.
+        let w = LIKE_VERSION_3[0];
+        let mut batch = Vec::new();
+        let mut expected = Vec::new();
+        for (k, &m) in all.iter().take(WEIGH_BATCH * 8).enumerate() {
+            let chance = expected_capped6_fast(m).unwrap_or(0.0);
+            let capped = 1 + k as u64 % 6;
+            let gap = capped as f64 - chance;
+            let target = (k % 50) as f64 + 0.5 + [0.0, 1e-9, -1e-9, 0.25][k % 4];
+            let s = if gap > 0.0 {
+                target / (FIXED_ONE * gap * w.scale)
+            } else {
+                1.0
+            };
+            let m = [m, m, -1.0, f64::NAN, f64::INFINITY, m][k % 6];
+            batch.push(w.to_weigh(s, 1.0, capped, m));
+            expected.push(w.fixed_weight(s, 1.0, capped, m));
+        }
+        for (chunk, expected) in batch.chunks(WEIGH_BATCH).zip(expected.chunks(WEIGH_BATCH)) {
+            let mut out = [0i64; WEIGH_BATCH];
+            fixed_weights6(chunk, &mut out);
+            assert_eq!(&out[..chunk.len()], expected);
+        }
+    }
+
+    #[test]
+    fn round_away_rounds_as_to_fixed_does() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            0.499_999_999_999_999_94,
+            -0.499_999_999_999_999_94,
+            4_503_599_627_370_495.5 / 2.0,
+            ROUND_LIMIT - 1.0,
+            -(ROUND_LIMIT - 0.5),
+            5e-324,
+        ];
+        let mut state = 99u64;
+        for _ in 0..100_000 {
+            let bits = crate::testutil::splitmix(&mut state);
+            let unit = (bits >> 11) as f64 / (1u64 << 53) as f64;
+            let sign = if bits & 1 == 0 { 1.0 } else { -1.0 };
+            values.push(match bits >> 1 & 3 {
+                0 => sign * (unit * 1e7).round() + sign * 0.5,
+                1 => sign * unit * 1e7,
+                2 => sign * (unit * 51.0).exp2(),
+                _ => sign * unit,
+            });
+        }
+        for v in values.chunks(4) {
+            let mut lanes = [0.0; 4];
+            lanes[..v.len()].copy_from_slice(v);
+            let got = round_away(f64x4::from(lanes)).to_array();
+            for (&y, &r) in lanes.iter().zip(&got) {
+                assert_eq!(r as i64, to_fixed(y / FIXED_ONE), "{y:e}");
+            }
         }
     }
 

@@ -362,6 +362,7 @@ pub(super) fn fingerprint_v3_to(
         let batched = opts.chance && opts.han.cap == FAST_CAP && opts.gram.cap == FAST_CAP;
         let mut to_weigh = [ToWeigh::default(); WEIGH_BATCH];
         let mut weights = [0i64; WEIGH_BATCH];
+        let mut hashes = [0u64; WEIGH_BATCH];
         let mut acc = Accumulator::new();
         let mut positive = false;
         let mut weighed = 0u64;
@@ -391,10 +392,12 @@ pub(super) fn fingerprint_v3_to(
                     .fold(weighed, |a, &w| a ^ w as u64);
                 continue;
             }
-            for (&w, &i) in weights.iter().zip(batch) {
-                acc.add(fp.dense.entries[i as usize].hash, w);
-                positive |= w > 0;
+            let weights = &weights[..batch.len()];
+            for (h, &i) in hashes.iter_mut().zip(batch) {
+                *h = fp.dense.entries[i as usize].hash;
             }
+            acc.add_all(&hashes[..batch.len()], weights);
+            positive |= weights.iter().any(|&w| w > 0);
         }
         if stage == Stage::Weigh {
             return Ok(Some(Some(weighed)));
