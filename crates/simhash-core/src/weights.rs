@@ -237,7 +237,14 @@ pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
             row[4][lane] = f.capped;
             row[5][lane] = f.factor;
         }
-        let [t, x, m, scale, capped, factor] = row.map(f64x4::from);
+        let [t, x, m, scale, capped, factor] = [
+            f64x4::from(row[0]),
+            f64x4::from(row[1]),
+            f64x4::from(row[2]),
+            f64x4::from(row[3]),
+            f64x4::from(row[4]),
+            f64x4::from(row[5]),
+        ];
         let series = (((((c(EXP_SERIES[6]) * x + c(EXP_SERIES[5])) * x + c(EXP_SERIES[4])) * x
             + c(EXP_SERIES[3]))
             * x

@@ -86,6 +86,12 @@ const CHECK_EVERY: u32 = 16 * 1024;
 /// How many features a run hands the sink at once.
 const RUN: usize = 256;
 
+/// Where a run writes its features down before the sink takes them: one
+/// per scan, not one per run (Chinese text starts a run of ideographs
+/// every few characters). A byte of ASCII closes one trigram, and a cut
+/// adds one more.
+type Buffer = [u32; RUN + 1];
+
 /// Classes of the three-byte characters U+2000..U+FFFF. Any other byte
 /// value of the class table is the full-width form of an ASCII byte, plus
 /// [`WIDE`].
@@ -341,6 +347,7 @@ impl<S: Sink> Scan<'_, S> {
     #[inline(always)]
     fn ascii_run(
         &mut self,
+        buffer: &mut Buffer,
         bytes: &[u8],
         mut i: usize,
         steps: &mut u32,
@@ -361,8 +368,7 @@ impl<S: Sink> Scan<'_, S> {
             i += 1;
         }
         let (mut sa, mut sb, mut open, mut piece) = (self.sa, self.sb, self.open, self.piece);
-        // A byte closes one trigram, and a cut adds one more.
-        let mut grams = [0u32; RUN + 1];
+        let grams = &mut *buffer;
         loop {
             let from = i;
             let end = bytes.len().saturating_sub(1).min(i + RUN);
@@ -424,6 +430,7 @@ impl<S: Sink> Scan<'_, S> {
     #[inline(always)]
     fn ideograph_run(
         &mut self,
+        buffer: &mut Buffer,
         bytes: &[u8],
         mut i: usize,
         u: u32,
@@ -438,7 +445,7 @@ impl<S: Sink> Scan<'_, S> {
             return Ok(i);
         }
         let mut piece = self.piece;
-        let mut hans = [0u32; RUN];
+        let hans = &mut *buffer;
         loop {
             let mut kept = 0;
             while kept < RUN {
@@ -563,6 +570,7 @@ pub(crate) fn scan<S: Sink>(
     };
     let n = bytes.len();
     // The start of the stretch that takes NFKC, if one is open.
+    let mut buffer: Buffer = [0; RUN + 1];
     let mut slow_from: Option<usize> = None;
     let mut steps = 1u32;
     let mut i = 0;
@@ -573,7 +581,7 @@ pub(crate) fn scan<S: Sink>(
             if let Some(from) = slow_from.take() {
                 s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
             }
-            i = s.ascii_run(bytes, i, &mut steps, &mut go_on)?;
+            i = s.ascii_run(&mut buffer, bytes, i, &mut steps, &mut go_on)?;
             continue;
         }
         steps -= 1;
@@ -603,7 +611,7 @@ pub(crate) fn scan<S: Sink>(
                     if let Some(from) = slow_from.take() {
                         s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
-                    i = s.ideograph_run(bytes, i, u, &mut steps, &mut go_on)?;
+                    i = s.ideograph_run(&mut buffer, bytes, i, u, &mut steps, &mut go_on)?;
                     continue;
                 }
                 // A mark ends the piece, as a space does.
