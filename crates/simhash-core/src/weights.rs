@@ -287,6 +287,14 @@ pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
     }
 }
 
+/// `min(tf, cap)` as a double, through `u32` (a conversion from `u64`
+/// takes a dozen instructions where SSE2 has no unsigned one; the value
+/// is the same).
+#[inline(always)]
+fn capped(tf: u64, cap: u32) -> f64 {
+    f64::from(tf.min(u64::from(cap)) as u32)
+}
+
 /// 2^16: what [`to_fixed`] multiplies by.
 const FIXED_ONE: f64 = (1u64 << crate::idf::WEIGHT_FRACTION_BITS) as f64;
 
@@ -451,7 +459,7 @@ impl Weighing {
         };
         ToWeigh {
             scale: self.scale * scale,
-            capped: tf.min(u64::from(self.cap)) as f64,
+            capped: capped(tf, self.cap),
             factor,
             mean,
         }
@@ -461,7 +469,7 @@ impl Weighing {
     /// [`Self::weight`] computes once it has the chance term.
     #[inline]
     pub fn weight_against(&self, s: f64, tf: u64, chance: f64) -> f64 {
-        let capped = tf.min(u64::from(self.cap)) as f64;
+        let capped = capped(tf, self.cap);
         let scale = match self.power {
             Power::Zero => 1.0,
             Power::One => s,

@@ -359,6 +359,9 @@ pub(super) fn fingerprint_v3_to(
             let info = fp.dense.entries[i].info;
             Fingerprinter::weigh_fixed_v3(opts, kind_of(i), info, tf, totals, regardless)
         };
+        // The number of features of each kind as the definition
+        // multiplies it (exact: far below 2^53), once per text.
+        let counted = totals.map(|n| n as f64);
         let batched = opts.chance && opts.han.cap == FAST_CAP && opts.gram.cap == FAST_CAP;
         let mut to_weigh = [ToWeigh::default(); WEIGH_BATCH];
         let mut weights = [0i64; WEIGH_BATCH];
@@ -377,7 +380,7 @@ pub(super) fn fingerprint_v3_to(
                     };
                     let (s, p, known) = fp.dense.entries[i].info;
                     let factor = if known { 1.0 } else { weighing.unknown };
-                    let mean = totals[kind as usize] as f64 * p;
+                    let mean = counted[kind as usize] * p;
                     *f = weighing.to_weigh(s, factor, u64::from(counts.tf[i]), mean);
                 }
                 fixed_weights6(&to_weigh[..batch.len()], &mut weights);
