@@ -35,11 +35,9 @@
 //! What it hands on is checked against `walk_v3` feature by feature
 //! (`tests::the_scan_hands_on_what_the_walk_does`).
 
-use std::hint::select_unpredictable;
-
 use unicode_normalization::UnicodeNormalization;
 
-use super::dense::{gram_index, gram_number, symbol_char, FROM, SYMBOL, SYMBOLS, TO};
+use super::dense::{gram_index, gram_number, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
 use crate::fold::Fold;
 use crate::text::{is_han, is_unified_ideograph, MAX_PIECE_CHARS};
 
@@ -231,6 +229,133 @@ fn symbol(c: char) -> u8 {
     }
 }
 
+/// The symbols of `^` and `$`, and how many symbols stand for letters and
+/// digits (those below).
+const CARET: u8 = SYMBOL[b'^' as usize];
+const DOLLAR: u8 = SYMBOL[b'$' as usize];
+const LETTERS: u8 = SYMBOLS as u8 - 2;
+
+/// How many bytes `bytes` starts with that are ASCII, eight at a time.
+#[inline(always)]
+fn ascii_prefix(bytes: &[u8]) -> usize {
+    let mut eights = bytes.chunks_exact(8);
+    let mut k = 0;
+    for chunk in &mut eights {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let high = word & 0x8080_8080_8080_8080;
+        if high != 0 {
+            return k + (high.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
+    k + eights
+        .remainder()
+        .iter()
+        .take_while(|b| b.is_ascii())
+        .count()
+}
+
+/// The work arrays of [`ascii_block`], one per scan.
+pub(super) struct Scratch {
+    /// Per byte, two places on (the two before the block first): its
+    /// symbol; 1 when it is a letter or digit; the symbol that stands
+    /// before a trigram's next two (`^` for one that is no letter).
+    symbol: [u8; RUN + 2],
+    word: [u8; RUN + 2],
+    first: [u8; RUN + 2],
+    /// Per byte: the symbol that ends its trigram (`$` for no letter),
+    /// and the trigram's number.
+    last: [u8; RUN],
+    number: [u16; RUN],
+}
+
+impl Scratch {
+    pub(super) fn new() -> Self {
+        Scratch {
+            symbol: [0; RUN + 2],
+            word: [0; RUN + 2],
+            first: [0; RUN + 2],
+            last: [0; RUN],
+            number: [0; RUN],
+        }
+    }
+}
+
+/// What [`ascii_block`] did: how many trigrams it wrote down, the state
+/// after it (the symbols before the next trigram, whether a word is
+/// open), and how many letters end it when it holds a byte that is no
+/// letter (`None` when all are: the piece goes on).
+pub(super) struct Block {
+    pub(super) kept: usize,
+    pub(super) state: (u8, u8, bool),
+    pub(super) trailing: Option<usize>,
+}
+
+/// The trigrams that ASCII bytes close, into `out`, in order, from the
+/// state `(sa, sb, open)` of the scan before them (the first two symbols
+/// of the next trigram, and whether a word is open), as the scan takes
+/// them one at a time, when no word in them reaches the piece length.
+///
+/// Byte `t` closes the trigram of the symbols before the two before it
+/// (`^` when that is no letter), before it, and its own (`$` when it is
+/// no letter), when the byte before it is a letter: nothing carries from
+/// one byte to the next but what the bytes themselves say, so the first
+/// two passes are loops over arrays that the compiler turns into vector
+/// code, and only the last (keep the trigram or not) goes a byte at a
+/// time.
+#[inline(always)]
+pub(super) fn ascii_block(
+    block: &[u8],
+    (sa, sb, open): (u8, u8, bool),
+    scratch: &mut Scratch,
+    out: &mut Buffer,
+) -> Block {
+    let n = block.len();
+    assert!(n <= RUN);
+    let Scratch {
+        symbol,
+        word,
+        first,
+        last,
+        number,
+    } = scratch;
+    first[0] = sa;
+    symbol[1] = sb;
+    word[1] = u8::from(open);
+    first[1] = if open { sb } else { CARET };
+    for (t, &b) in block.iter().enumerate() {
+        let digit = b.wrapping_sub(b'0');
+        let letter = (b | 0x20).wrapping_sub(b'a');
+        let sc = if digit < 10 {
+            digit
+        } else if letter < 26 {
+            letter + 10
+        } else {
+            SYMBOLS as u8
+        };
+        let is_word = sc < LETTERS;
+        symbol[t + 2] = sc;
+        word[t + 2] = u8::from(is_word);
+        first[t + 2] = if is_word { sc } else { CARET };
+        last[t] = if is_word { sc } else { DOLLAR };
+    }
+    let s = SYMBOLS as u16;
+    for t in 0..n {
+        number[t] = (u16::from(first[t]) * s + u16::from(symbol[t + 1])) * s + u16::from(last[t]);
+    }
+    let mut kept = 0;
+    for t in 0..n {
+        out[kept] = HAN_GRAMS + u32::from(number[t]);
+        kept += usize::from(word[t + 1]);
+    }
+    let words = word[2..n + 2].iter().rev().take_while(|&&w| w == 1).count();
+    Block {
+        kept,
+        state: (first[n], symbol[n + 1], word[n + 1] == 1),
+        trailing: (words < n).then_some(words),
+    }
+}
+
 /// The state of one scan: the word being cut into trigrams, and the
 /// length of the current piece.
 struct Scan<'a, S> {
@@ -348,14 +473,12 @@ impl<S: Sink> Scan<'_, S> {
     fn ascii_run(
         &mut self,
         buffer: &mut Buffer,
+        scratch: &mut Scratch,
         bytes: &[u8],
         mut i: usize,
         steps: &mut u32,
         go_on: &mut impl FnMut() -> bool,
     ) -> Result<usize, Stop> {
-        const CARET: u8 = SYMBOL[b'^' as usize];
-        const DOLLAR: u8 = SYMBOL[b'$' as usize];
-        const LETTERS: u8 = SYMBOLS as u8 - 2;
         // A word open on characters outside the table takes the way of
         // one byte at a time until it ends or holds two table symbols.
         while self.open && (self.sa >= SYMBOLS as u8 || self.sb >= SYMBOLS as u8) {
@@ -368,38 +491,50 @@ impl<S: Sink> Scan<'_, S> {
             i += 1;
         }
         let (mut sa, mut sb, mut open, mut piece) = (self.sa, self.sb, self.open, self.piece);
-        let grams = &mut *buffer;
         loop {
             let from = i;
-            let end = bytes.len().saturating_sub(1).min(i + RUN);
-            let mut kept = 0;
-            while i < end {
-                let (b, next) = (bytes[i], bytes[i + 1]);
-                if (b | next) >= 0x80 {
-                    break;
+            // Up to the byte before the first that is not ASCII (or the
+            // last byte), at most `RUN` bytes.
+            let window = &bytes[i..bytes.len().min(i + RUN + 1)];
+            let end = i + ascii_prefix(window).saturating_sub(1);
+            let kept = if piece + (end - i) < MAX_PIECE_CHARS {
+                // No word reaches the piece length in this block.
+                let block = ascii_block(&bytes[i..end], (sa, sb, open), scratch, buffer);
+                (sa, sb, open) = block.state;
+                piece = match block.trailing {
+                    Some(word) => word,
+                    None => piece + (end - i),
+                };
+                i = end;
+                block.kept
+            } else {
+                let grams = &mut *buffer;
+                let mut kept = 0;
+                while i < end {
+                    let l = bytes[i].to_ascii_lowercase();
+                    let sc = SYMBOL[usize::from(l)];
+                    let word = sc < LETTERS;
+                    let last = if word { sc } else { DOLLAR };
+                    grams[kept] = gram_number(sa, sb, last);
+                    kept += usize::from(open);
+                    // The next state; when this byte ends the word, only
+                    // `open` matters (a word starts again from `^`).
+                    sa = if open { sb } else { CARET };
+                    sb = sc;
+                    open = word;
+                    piece = if word { piece + 1 } else { 0 };
+                    if piece == MAX_PIECE_CHARS {
+                        // The piece is cut: its word ends.
+                        grams[kept] = gram_number(sa, sb, DOLLAR);
+                        kept += 1;
+                        open = false;
+                        piece = 0;
+                    }
+                    i += 1;
                 }
-                let l = b.to_ascii_lowercase();
-                let sc = SYMBOL[usize::from(l)];
-                let word = sc < LETTERS;
-                let last = select_unpredictable(word, sc, DOLLAR);
-                grams[kept] = gram_number(sa, sb, last);
-                kept += usize::from(open);
-                // The next state; when this byte ends the word, only
-                // `open` matters (a word starts again from `^`).
-                sa = select_unpredictable(open, sb, CARET);
-                sb = sc;
-                open = word;
-                piece = select_unpredictable(word, piece + 1, 0);
-                if piece == MAX_PIECE_CHARS {
-                    // The piece is cut: its word ends.
-                    grams[kept] = gram_number(sa, sb, DOLLAR);
-                    kept += 1;
-                    open = false;
-                    piece = 0;
-                }
-                i += 1;
-            }
-            self.sink.dense_grams(&grams[..kept]);
+                kept
+            };
+            self.sink.dense_grams(&buffer[..kept]);
             let run = (i - from) as u32;
             if run >= *steps {
                 if !go_on() {
@@ -409,7 +544,7 @@ impl<S: Sink> Scan<'_, S> {
             } else {
                 *steps -= run;
             }
-            if i < end || end < from + RUN {
+            if end < from + RUN {
                 break;
             }
         }
@@ -571,6 +706,7 @@ pub(crate) fn scan<S: Sink>(
     let n = bytes.len();
     // The start of the stretch that takes NFKC, if one is open.
     let mut buffer: Buffer = [0; RUN + 1];
+    let mut scratch = Scratch::new();
     let mut slow_from: Option<usize> = None;
     let mut steps = 1u32;
     let mut i = 0;
@@ -581,7 +717,7 @@ pub(crate) fn scan<S: Sink>(
             if let Some(from) = slow_from.take() {
                 s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
             }
-            i = s.ascii_run(&mut buffer, bytes, i, &mut steps, &mut go_on)?;
+            i = s.ascii_run(&mut buffer, &mut scratch, bytes, i, &mut steps, &mut go_on)?;
             continue;
         }
         steps -= 1;
