@@ -210,76 +210,107 @@ pub const WEIGH_BATCH: usize = 64;
 /// a lane the shortcut does not certify takes the 24-term series.
 pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
     assert!(batch.len() <= WEIGH_BATCH && out.len() >= batch.len());
+    for (group, out) in batch.chunks(4 * ROWS).zip(out.chunks_mut(4 * ROWS)) {
+        weigh_group(group, out);
+    }
+}
+
+/// Rows of four features [`weigh_group`] takes at once.
+const ROWS: usize = 4;
+
+/// [`fixed_weights6`] of up to `4 * ROWS` features: each step for all
+/// rows before the next, so that the rows' long chains of dependent
+/// operations (a chain takes about a hundred cycles) run side by side
+/// rather than one after the other.
+#[inline(always)]
+fn weigh_group(group: &[ToWeigh], out: &mut [i64]) {
     let steps: &[f64] = &EXP_STEPS;
-    let c = |v: f64| f64x4::splat(v);
-    for (fours, out) in batch.chunks(4).zip(out.chunks_mut(4)) {
-        // Four features by field, padded with lanes that weigh nothing.
-        let mut row = [[0.0f64; 4]; 6];
-        // Lanes whose mean the shortcut does not serve (negative,
-        // infinite or not a number): taken the slow way.
-        let mut slow = 0u32;
-        for (lane, f) in fours.iter().enumerate() {
-            let m = f.mean;
-            // From a mean of 50 on, the chance is 6.0: the table value 0
-            // makes it so below, as `expected_capped6_fast` says.
-            let (table, reduced, mean) = if (0.0..FAST_MEAN_LIMIT).contains(&m) {
-                // Below 3,200: the cast and back are exact.
-                let j = (m * FAST_STEPS) as i32;
-                (steps[j as usize], f64::from(j) / FAST_STEPS - m, m)
-            } else {
-                slow |= u32::from(!(m >= 0.0 && m.is_finite())) << lane;
-                (0.0, 0.0, 0.0)
-            };
-            row[0][lane] = table;
-            row[1][lane] = reduced;
-            row[2][lane] = mean;
-            row[3][lane] = f.scale;
-            row[4][lane] = f.capped;
-            row[5][lane] = f.factor;
+    let c = f64x4::splat;
+    let big = c(TWO_52);
+    // The features by field, four lanes to a row, padded with lanes that
+    // weigh nothing.
+    let mut fields = [[[0.0f64; 4]; ROWS]; 4];
+    for (k, f) in group.iter().enumerate() {
+        let (row, lane) = (k / 4, k % 4);
+        fields[0][row][lane] = f.mean;
+        fields[1][row][lane] = f.scale;
+        fields[2][row][lane] = f.capped;
+        fields[3][row][lane] = f.factor;
+    }
+    let [mean, scale, capped, factor] = fields.map(|rows| rows.map(f64x4::from));
+    let mut high_r = [c(0.0); ROWS];
+    let mut slow = [0u32; ROWS];
+    let mut m = [c(0.0); ROWS];
+    let mut t = [c(0.0); ROWS];
+    let mut x = [c(0.0); ROWS];
+    let mut fast = [c(0.0); ROWS];
+    for r in 0..ROWS {
+        // The means the table serves, below 50; from 50 on the chance is
+        // 6.0, which the table value 0 and a mean of 0 make it below, as
+        // `expected_capped6_fast` says; a mean that is negative, infinite
+        // or not a number takes the slow way.
+        let served = mean[r].simd_ge(c(0.0)) & mean[r].simd_lt(c(FAST_MEAN_LIMIT));
+        fast[r] =
+            served | (mean[r].simd_ge(c(FAST_MEAN_LIMIT)) & mean[r].simd_lt(c(f64::INFINITY)));
+        m[r] = served & mean[r];
+        // j = floor(64 m), below 3,200: 2^52 added and taken away rounds
+        // to the nearest whole number, one less when that is above.
+        let v = m[r] * c(FAST_STEPS);
+        let nearest = (v + big) - big;
+        let j = nearest - (nearest.simd_gt(v) & c(1.0));
+        let index: [u64; 4] = wide::bytemuck::cast(j + big);
+        let base = TWO_52.to_bits();
+        t[r] = served
+            & f64x4::from([
+                steps[(index[0] - base) as usize],
+                steps[(index[1] - base) as usize],
+                steps[(index[2] - base) as usize],
+                steps[(index[3] - base) as usize],
+            ]);
+        // Exact: j / 64 and the mean are within 1/64 of each other.
+        x[r] = j / c(FAST_STEPS) - m[r];
+    }
+    let mut series = [c(EXP_SERIES[6]); ROWS];
+    for coefficient in EXP_SERIES[..6].iter().rev() {
+        for r in 0..ROWS {
+            series[r] = series[r] * x[r] + c(*coefficient);
         }
-        let [t, x, m, scale, capped, factor] = [
-            f64x4::from(row[0]),
-            f64x4::from(row[1]),
-            f64x4::from(row[2]),
-            f64x4::from(row[3]),
-            f64x4::from(row[4]),
-            f64x4::from(row[5]),
-        ];
-        let series = (((((c(EXP_SERIES[6]) * x + c(EXP_SERIES[5])) * x + c(EXP_SERIES[4])) * x
-            + c(EXP_SERIES[3]))
-            * x
-            + c(EXP_SERIES[2]))
-            * x
-            + c(EXP_SERIES[1]))
-            * x
-            + c(EXP_SERIES[0]);
-        let e = t * series;
-        let p = c(6.0)
-            + m * (c(5.0) + m * (c(2.0) + m * (c(0.5) + m * (c(1.0 / 12.0) + m * c(1.0 / 120.0)))));
-        let chance = c(6.0) - e * p;
+    }
+    let mut p = [c(1.0 / 120.0); ROWS];
+    for coefficient in [1.0 / 12.0, 0.5, 2.0, 5.0, 6.0] {
+        for r in 0..ROWS {
+            p[r] = c(coefficient) + m[r] * p[r];
+        }
+    }
+    for r in 0..ROWS {
+        let chance = c(6.0) - (t[r] * series[r]) * p[r];
         // `ToWeigh::fixed` at both ends of the interval, as `to_fixed`
         // scales them.
-        let weight = |chance: f64x4| factor * (scale * (capped - chance)) * c(FIXED_ONE);
+        let weight = |chance: f64x4| factor[r] * (scale[r] * (capped[r] - chance)) * c(FIXED_ONE);
         let high = weight(chance - c(CHANCE_ERROR));
         let low = weight(chance + c(CHANCE_ERROR));
-        let (high_r, low_r) = (round_away(high), round_away(low));
+        high_r[r] = round_away(high);
         // Certified: both ends round alike, within the range where
         // `round_away` is `to_fixed`'s rounding, and the weight falls as
         // the chance rises (NaN compares false all the way).
         let limit = c(ROUND_LIMIT);
-        let certified = high_r.simd_eq(low_r)
+        let certified = fast[r]
+            & high_r[r].simd_eq(round_away(low))
             & high.abs().simd_lt(limit)
             & low.abs().simd_lt(limit)
-            & factor.simd_ge(c(0.0))
-            & scale.simd_ge(c(0.0))
-            & scale.simd_lt(c(f64::INFINITY));
-        slow |= !certified.to_bitmask() & 0xF;
-        let rounded = high_r.to_array();
+            & factor[r].simd_ge(c(0.0))
+            & scale[r].simd_ge(c(0.0))
+            & scale[r].simd_lt(c(f64::INFINITY));
+        slow[r] = !certified.to_bitmask() & 0xF;
+    }
+    // Whole numbers below 2^51 in magnitude, as integers: their bits plus
+    // 1.5 * 2^52, less those of 1.5 * 2^52.
+    let offset = ONE_AND_HALF_52.to_bits();
+    for (r, (fours, out)) in group.chunks(4).zip(out.chunks_mut(4)).enumerate() {
+        let shifted: [u64; 4] = wide::bytemuck::cast(high_r[r] + c(ONE_AND_HALF_52));
         for (lane, (f, w)) in fours.iter().zip(out.iter_mut()).enumerate() {
-            *w = if slow >> lane & 1 == 0 {
-                // A whole number below 2^51 in magnitude: the cast is
-                // exact.
-                rounded[lane] as i64
+            *w = if slow[r] >> lane & 1 == 0 {
+                shifted[lane].wrapping_sub(offset) as i64
             } else {
                 f.fixed(expected_capped(f.mean, FAST_CAP))
             };
@@ -295,6 +326,13 @@ fn capped(tf: u64, cap: u32) -> f64 {
     f64::from(tf.min(u64::from(cap)) as u32)
 }
 
+/// 2^52, from which on every double is a whole number.
+const TWO_52: f64 = (1u64 << 52) as f64;
+
+/// 1.5 * 2^52: a whole number below 2^51 in magnitude added to it is
+/// exact, and its bits are those of this plus the number.
+const ONE_AND_HALF_52: f64 = (3u64 << 51) as f64;
+
 /// 2^16: what [`to_fixed`] multiplies by.
 const FIXED_ONE: f64 = (1u64 << crate::idf::WEIGHT_FRACTION_BITS) as f64;
 
@@ -308,7 +346,7 @@ const ROUND_LIMIT: f64 = (1u64 << 51) as f64;
 /// (within 1/2 of it, Sterbenz), and is 1/2 only for a tie rounded down.
 #[inline(always)]
 fn round_away(y: f64x4) -> f64x4 {
-    let big = f64x4::splat((1u64 << 52) as f64);
+    let big = f64x4::splat(TWO_52);
     let a = y.abs();
     let n = (a + big) - big;
     let tie_down = (a - n).simd_eq(f64x4::splat(0.5));
