@@ -33,6 +33,13 @@
 #   ROUNDS=7 bench/throughput.sh   rounds of each side (default 5, minimum 3)
 #   STAGES=1 bench/throughput.sh   also time the steps of the Rust
 #                                  fingerprint (NFKC, segmentation, IDF, ...)
+#   COMPRESSION=lz4 bench/throughput.sh
+#                                  store the texts with lz4 instead of
+#                                  PostgreSQL's default pglz (the column's
+#                                  COMPRESSION; pglz is the default here
+#                                  too): SQL simhash() reads every text
+#                                  back, and what decompressing costs is
+#                                  the difference between the two runs
 # It needs the extension installed as a release build (scripts/install.sh),
 # (re)starts the throwaway cluster with scripts/cluster.sh (SIMHASH_PGPORT
 # and SIMHASH_PGDATA pick another one) and reloads the corpus into the
@@ -42,6 +49,8 @@ set -euo pipefail
 
 CORPUS=${1:-$ROOT/../shared/data/zh_news.jsonl.gz}
 ROUNDS=${ROUNDS:-5}
+COMPRESSION=${COMPRESSION:-pglz}
+case "$COMPRESSION" in pglz | lz4) ;; *) die "COMPRESSION must be pglz or lz4, not '$COMPRESSION'" ;; esac
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 [ -f "$CORPUS" ] || die "corpus not found: $CORPUS (give a JSON-lines file, gzip'd or not, as the first argument)"
 CORPUS=$(cd "$(dirname "$CORPUS")" && pwd)/$(basename "$CORPUS")
@@ -70,14 +79,15 @@ BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/segment-throughput
 
 bench_db
 
-log "loading $NAME into $BENCH_DB.throughput_docs"
+log "loading $NAME into $BENCH_DB.throughput_docs ($COMPRESSION)"
 # Each JSON line is one CSV field: valid JSON holds no raw control
 # characters, so \x01 and \x02 as quote and delimiter never occur in it.
 zcat -f -- "$CORPUS" | psql_db \
     -c "DROP TABLE IF EXISTS throughput_raw, throughput_docs" \
     -c "CREATE UNLOGGED TABLE throughput_raw (doc jsonb)" \
     -c "\\copy throughput_raw FROM pstdin WITH (FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02')" \
-    -c "CREATE TABLE throughput_docs AS SELECT doc->>'id' AS id, doc->>'text' AS body FROM throughput_raw" \
+    -c "CREATE TABLE throughput_docs (id text, body text COMPRESSION $COMPRESSION)" \
+    -c "INSERT INTO throughput_docs SELECT doc->>'id', doc->>'text' FROM throughput_raw" \
     -c "DROP TABLE throughput_raw" \
     -c "VACUUM ANALYZE throughput_docs"
 psql_db <<'SQL'
@@ -148,14 +158,14 @@ word_s=$(printf '%s\n' "${word[@]}" | median)
 
 echo
 echo "== fingerprint throughput: median of $ROUNDS interleaved rounds, one core =="
-awk -v name="$NAME" -v docs="$docs" -v bytes="$bytes" \
+awk -v name="$NAME" -v compression="$COMPRESSION" -v docs="$docs" -v bytes="$bytes" \
     -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" -v ngram="$ngram_s" -v word="$word_s" 'BEGIN {
     mb = bytes / 1e6
     printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, mb
     printf "segmentation alone      %7.2f MB/s  (%.3f s; jieba-rs cut, HMM on: the baseline)\n", mb / seg, seg
     printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, definition 3, no PostgreSQL)\n", mb / fp, fp
     printf "rust fingerprint v2     %7.2f MB/s  (%.3f s; definition 2: jieba words)\n", mb / fp2, fp2
-    printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers)\n", mb / sql, sql
+    printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers, %s)\n", mb / sql, sql, compression
     printf "ratio sql/segmentation  %7.2f       (target >= 0.80)\n", seg / sql
     printf "ratio sql/rust          %7.2f       (what the SQL layer keeps of the Rust speed)\n", fp / sql
     printf "ratio v3/v2 (rust)      %7.2f       (definition 3 against 2, same run)\n", fp2 / fp
