@@ -22,7 +22,7 @@ use std::hash::BuildHasherDefault;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::scan::{self, Sink, Stop};
+use super::scan::{self, ScanWork, Sink, Stop};
 use super::{Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::idf::PassThrough;
@@ -164,11 +164,22 @@ struct Counts {
     tf: Vec<u8>,
     order: Vec<u32>,
     touched: usize,
+    /// The scan's work arrays and a batch of weights, made with the
+    /// counts, once per thread.
+    work: Option<Box<(ScanWork, Weighed)>>,
+}
+
+/// A batch of distinct features on their way to the counters: what to
+/// weigh, the weights, the hashes.
+struct Weighed {
+    to_weigh: [ToWeigh; WEIGH_BATCH],
+    weights: [i64; WEIGH_BATCH],
+    hashes: [u64; WEIGH_BATCH],
 }
 
 thread_local! {
     static COUNTS: RefCell<Counts> = const {
-        RefCell::new(Counts { tf: Vec::new(), order: Vec::new(), touched: 0 })
+        RefCell::new(Counts { tf: Vec::new(), order: Vec::new(), touched: 0, work: None })
     };
 }
 
@@ -317,6 +328,16 @@ pub(super) fn fingerprint_v3_to(
             counts.order = vec![0; SIZE];
             counts.touched = 0;
         }
+        let (work, weighed) = &mut **counts.work.get_or_insert_with(|| {
+            Box::new((
+                ScanWork::new(),
+                Weighed {
+                    to_weigh: [ToWeigh::default(); WEIGH_BATCH],
+                    weights: [0; WEIGH_BATCH],
+                    hashes: [0; WEIGH_BATCH],
+                },
+            ))
+        });
         for &i in &counts.order[..counts.touched] {
             counts.tf[i as usize] = 0;
         }
@@ -331,7 +352,7 @@ pub(super) fn fingerprint_v3_to(
             bound,
             too_many: false,
         };
-        let counted = scan::scan(&fp.fold, &fp.fast, bytes, counting, &mut *go_on)?;
+        let counted = scan::scan(&fp.fold, &fp.fast, bytes, counting, &mut *go_on, work)?;
         counts.touched = counted.touched;
         let (others, totals) = (counted.others, counted.totals);
         if counted.too_many {
@@ -366,9 +387,11 @@ pub(super) fn fingerprint_v3_to(
         // multiplies it (exact: far below 2^53), once per text.
         let counted = totals.map(|n| n as f64);
         let batched = opts.chance && opts.han.cap == FAST_CAP && opts.gram.cap == FAST_CAP;
-        let mut to_weigh = [ToWeigh::default(); WEIGH_BATCH];
-        let mut weights = [0i64; WEIGH_BATCH];
-        let mut hashes = [0u64; WEIGH_BATCH];
+        let Weighed {
+            to_weigh,
+            weights,
+            hashes,
+        } = weighed;
         let mut acc = Accumulator::new();
         let mut positive = false;
         let mut weighed = 0u64;
@@ -386,7 +409,7 @@ pub(super) fn fingerprint_v3_to(
                     let mean = counted[kind as usize] * p;
                     *f = weighing.to_weigh(s, factor, u64::from(counts.tf[i]), mean);
                 }
-                fixed_weights6(&to_weigh[..batch.len()], &mut weights);
+                fixed_weights6(&to_weigh[..batch.len()], weights);
             } else {
                 for (w, &i) in weights.iter_mut().zip(batch) {
                     *w = weigh(i, false);
@@ -407,6 +430,9 @@ pub(super) fn fingerprint_v3_to(
         }
         if stage == Stage::Weigh {
             return Ok(Some(Some(weighed)));
+        }
+        if positive && others.is_empty() {
+            return Ok(Some(acc.finish()));
         }
         let mut fallback = Accumulator::new();
         if !positive {

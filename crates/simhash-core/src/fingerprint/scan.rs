@@ -85,9 +85,9 @@ const CHECK_EVERY: u32 = 16 * 1024;
 const RUN: usize = 256;
 
 /// Where a run writes its features down before the sink takes them: one
-/// per scan, not one per run (Chinese text starts a run of ideographs
-/// every few characters). A byte of ASCII closes one trigram, and a cut
-/// adds one more.
+/// per [`ScanWork`], not one per run (Chinese text starts a run of
+/// ideographs every few characters). A byte of ASCII closes one trigram,
+/// and a cut adds one more.
 type Buffer = [u32; RUN + 1];
 
 /// Classes of the three-byte characters U+2000..U+FFFF. Any other byte
@@ -255,7 +255,24 @@ fn ascii_prefix(bytes: &[u8]) -> usize {
         .count()
 }
 
-/// The work arrays of [`ascii_block`], one per scan.
+/// What a scan writes down as it goes, made once for many scans (a
+/// thread's, for the hot path) rather than zeroed for each text: short
+/// texts pay that on every call.
+pub(crate) struct ScanWork {
+    buffer: Buffer,
+    scratch: Scratch,
+}
+
+impl ScanWork {
+    pub(crate) fn new() -> Self {
+        ScanWork {
+            buffer: [0; RUN + 1],
+            scratch: Scratch::new(),
+        }
+    }
+}
+
+/// The work arrays of [`ascii_block`].
 pub(super) struct Scratch {
     /// Per byte, two places on (the two before the block first): its
     /// symbol; 1 when it is a letter or digit; the symbol that stands
@@ -691,6 +708,7 @@ pub(crate) fn scan<S: Sink>(
     bytes: &[u8],
     sink: S,
     mut go_on: impl FnMut() -> bool,
+    work: &mut ScanWork,
 ) -> Result<S, Stop> {
     let mut s = Scan {
         fold,
@@ -704,9 +722,8 @@ pub(crate) fn scan<S: Sink>(
         piece: 0,
     };
     let n = bytes.len();
+    let ScanWork { buffer, scratch } = work;
     // The start of the stretch that takes NFKC, if one is open.
-    let mut buffer: Buffer = [0; RUN + 1];
-    let mut scratch = Scratch::new();
     let mut slow_from: Option<usize> = None;
     let mut steps = 1u32;
     let mut i = 0;
@@ -717,7 +734,7 @@ pub(crate) fn scan<S: Sink>(
             if let Some(from) = slow_from.take() {
                 s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
             }
-            i = s.ascii_run(&mut buffer, &mut scratch, bytes, i, &mut steps, &mut go_on)?;
+            i = s.ascii_run(buffer, scratch, bytes, i, &mut steps, &mut go_on)?;
             continue;
         }
         steps -= 1;
@@ -747,7 +764,7 @@ pub(crate) fn scan<S: Sink>(
                     if let Some(from) = slow_from.take() {
                         s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
-                    i = s.ideograph_run(&mut buffer, bytes, i, u, &mut steps, &mut go_on)?;
+                    i = s.ideograph_run(buffer, bytes, i, u, &mut steps, &mut go_on)?;
                     continue;
                 }
                 // A mark ends the piece, as a space does.
@@ -805,7 +822,14 @@ mod tests {
     /// The scan of `bytes` with the shared tables, into a [`Record`].
     fn scan_bytes(bytes: &[u8], go_on: impl FnMut() -> bool) -> Result<Record, Stop> {
         let fp = shared();
-        scan(&fp.fold, &fp.fast, bytes, Record::default(), go_on)
+        scan(
+            &fp.fold,
+            &fp.fast,
+            bytes,
+            Record::default(),
+            go_on,
+            &mut ScanWork::new(),
+        )
     }
 
     fn scanned(text: &str) -> Vec<(Kind, String)> {
