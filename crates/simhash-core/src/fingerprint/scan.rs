@@ -23,6 +23,15 @@
 //! - anything else (and such a character before it) goes through NFKC
 //!   and the general character path, as before.
 //!
+//! The two common cases go in runs. A run of ASCII (each byte followed by
+//! another) is read in blocks ([`ascii_block`]): the trigram a byte closes
+//! depends only on the two bytes before it and itself, so the symbols and
+//! the trigram numbers are computed for the whole block in loops the
+//! compiler vectorizes, and only which of them to keep (those after a
+//! letter) goes a byte at a time, with no branch on where words start and
+//! end. A run of ideographs keeps the scan's state in locals. Both hand
+//! the sink their features [`RUN`] at a time.
+//!
 //! Why skipping NFKC is exact: a character of the table is a starter
 //! whose decomposition is all starters, none of which composes with a
 //! character before it (no such starter lies in U+2000..U+FFFF or ASCII;
