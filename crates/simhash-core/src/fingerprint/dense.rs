@@ -34,8 +34,9 @@ const HAN: usize = (TO - FROM) as usize;
 /// `0-9`, `a-z`, `^`, `$`.
 pub(super) const SYMBOLS: usize = 38;
 const SIZE: usize = HAN + SYMBOLS * SYMBOLS * SYMBOLS;
-/// The index of the first trigram, `^^^`... `000`: trigram number `n` of
-/// [`gram_number`] is at `HAN_GRAMS + n`.
+/// The table index of the first trigram (`000`): the trigram of symbols
+/// `a`, `b`, `c` is at `HAN_GRAMS + (a * SYMBOLS + b) * SYMBOLS + c`, as
+/// [`gram_number`] computes it.
 pub(super) const HAN_GRAMS: u32 = HAN as u32;
 
 /// The symbol number of a byte of an ASCII trigram, or `SYMBOLS` for any
