@@ -220,8 +220,7 @@ const ROWS: usize = 4;
 
 /// [`fixed_weights6`] of up to `4 * ROWS` features: each step for all
 /// rows before the next, so that the rows' long chains of dependent
-/// operations run side by side
-/// rather than one after the other.
+/// operations run side by side rather than one after the other.
 #[inline(always)]
 fn weigh_group(group: &[ToWeigh], out: &mut [i64]) {
     let steps: &[f64] = &EXP_STEPS;
