@@ -36,7 +36,7 @@ pub(super) const SYMBOLS: usize = 38;
 const SIZE: usize = HAN + SYMBOLS * SYMBOLS * SYMBOLS;
 /// The table index of the first trigram (`000`): the trigram of symbols
 /// `a`, `b`, `c` is at `HAN_GRAMS + (a * SYMBOLS + b) * SYMBOLS + c`, as
-/// [`gram_number`] computes it.
+/// [`gram_index`] computes it.
 pub(super) const HAN_GRAMS: u32 = HAN as u32;
 
 /// The symbol number of a byte of an ASCII trigram, or `SYMBOLS` for any
@@ -68,13 +68,6 @@ pub(super) fn gram_index(a: u8, b: u8, c: u8) -> Option<usize> {
     let s = SYMBOLS as u8;
     (a < s && b < s && c < s)
         .then(|| HAN + (usize::from(a) * SYMBOLS + usize::from(b)) * SYMBOLS + usize::from(c))
-}
-
-/// [`gram_index`] without the check, for symbols up to `SYMBOLS`: a
-/// number that is the index when all three are symbols.
-#[inline(always)]
-pub(super) fn gram_number(a: u8, b: u8, c: u8) -> u32 {
-    (HAN + (usize::from(a) * SYMBOLS + usize::from(b)) * SYMBOLS + usize::from(c)) as u32
 }
 
 /// The character of symbol `s` (below `SYMBOLS`).
@@ -204,13 +197,11 @@ impl Counting<'_> {
     /// branch costs more than writing `i` down every time.
     #[inline(always)]
     fn bump(&mut self, i: usize) {
-        let tf = self.tf[i];
-        self.order[self.touched] = i as u32;
-        self.touched += usize::from(tf == 0);
-        self.tf[i] = tf + u8::from(tf != u8::MAX);
+        self.bump_all(&[i as u32]);
     }
 
-    /// [`Self::bump`] of each index, with the number touched in a local.
+    /// One more occurrence of each entry, as [`Self::bump`] says, with the
+    /// number touched in a local.
     #[inline(always)]
     fn bump_all(&mut self, indexes: &[u32]) {
         let mut touched = self.touched;
@@ -398,22 +389,25 @@ pub(super) fn fingerprint_v3_to(
         let mut weighed = 0u64;
         for batch in touched.chunks(WEIGH_BATCH) {
             if batched {
-                for (f, &i) in to_weigh.iter_mut().zip(batch) {
+                for ((f, h), &i) in to_weigh.iter_mut().zip(hashes.iter_mut()).zip(batch) {
                     let i = i as usize;
                     let kind = kind_of(i);
                     let weighing = match kind {
                         Kind::Han => opts.han,
                         Kind::Gram => opts.gram,
                     };
-                    let (s, p, known) = fp.dense.entries[i].info;
+                    let entry = &fp.dense.entries[i];
+                    let (s, p, known) = entry.info;
                     let factor = if known { 1.0 } else { weighing.unknown };
                     let mean = counted[kind as usize] * p;
                     *f = weighing.to_weigh(s, factor, u64::from(counts.tf[i]), mean);
+                    *h = entry.hash;
                 }
                 fixed_weights6(&to_weigh[..batch.len()], weights);
             } else {
-                for (w, &i) in weights.iter_mut().zip(batch) {
+                for ((w, h), &i) in weights.iter_mut().zip(hashes.iter_mut()).zip(batch) {
                     *w = weigh(i, false);
+                    *h = fp.dense.entries[i as usize].hash;
                 }
             }
             if stage == Stage::Weigh {
@@ -423,9 +417,6 @@ pub(super) fn fingerprint_v3_to(
                 continue;
             }
             let weights = &weights[..batch.len()];
-            for (h, &i) in hashes.iter_mut().zip(batch) {
-                *h = fp.dense.entries[i as usize].hash;
-            }
             acc.add_all(&hashes[..batch.len()], weights);
             positive |= weights.iter().any(|&w| w > 0);
         }

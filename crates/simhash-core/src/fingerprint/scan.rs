@@ -46,7 +46,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::dense::{gram_index, gram_number, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
+use super::dense::{gram_index, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
 use crate::fold::Fold;
 use crate::text::{is_han, is_unified_ideograph, MAX_PIECE_CHARS};
 
@@ -282,7 +282,7 @@ impl ScanWork {
 }
 
 /// The work arrays of [`ascii_block`].
-pub(super) struct Scratch {
+struct Scratch {
     /// Per byte, two places on (the two before the block first): its
     /// symbol; 1 when it is a letter or digit; the symbol that stands
     /// before a trigram's next two (`^` for one that is no letter).
@@ -296,7 +296,7 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         Scratch {
             symbol: [0; RUN + 2],
             word: [0; RUN + 2],
@@ -311,10 +311,10 @@ impl Scratch {
 /// after it (the symbols before the next trigram, whether a word is
 /// open), and how many letters end it when it holds a byte that is no
 /// letter (`None` when all are: the piece goes on).
-pub(super) struct Block {
-    pub(super) kept: usize,
-    pub(super) state: (u8, u8, bool),
-    pub(super) trailing: Option<usize>,
+struct Block {
+    kept: usize,
+    state: (u8, u8, bool),
+    trailing: Option<usize>,
 }
 
 /// The trigrams that ASCII bytes close, into `out`, in order, from the
@@ -330,7 +330,7 @@ pub(super) struct Block {
 /// code, and only the last (keep the trigram or not) goes a byte at a
 /// time.
 #[inline(always)]
-pub(super) fn ascii_block(
+fn ascii_block(
     block: &[u8],
     (sa, sb, open): (u8, u8, bool),
     scratch: &mut Scratch,
@@ -534,31 +534,14 @@ impl<S: Sink> Scan<'_, S> {
                 i = end;
                 block.kept
             } else {
-                let grams = &mut *buffer;
-                let mut kept = 0;
+                // A word may reach the piece length: a byte at a time.
+                self.set_table_state(sa, sb, open, piece);
                 while i < end {
-                    let l = bytes[i].to_ascii_lowercase();
-                    let sc = SYMBOL[usize::from(l)];
-                    let word = sc < LETTERS;
-                    let last = if word { sc } else { DOLLAR };
-                    grams[kept] = gram_number(sa, sb, last);
-                    kept += usize::from(open);
-                    // The next state; when this byte ends the word, only
-                    // `open` matters (a word starts again from `^`).
-                    sa = if open { sb } else { CARET };
-                    sb = sc;
-                    open = word;
-                    piece = if word { piece + 1 } else { 0 };
-                    if piece == MAX_PIECE_CHARS {
-                        // The piece is cut: its word ends.
-                        grams[kept] = gram_number(sa, sb, DOLLAR);
-                        kept += 1;
-                        open = false;
-                        piece = 0;
-                    }
+                    self.ascii(bytes[i]);
                     i += 1;
                 }
-                kept
+                (sa, sb, open, piece) = (self.sa, self.sb, self.open, self.piece);
+                0
             };
             self.sink.dense_grams(&buffer[..kept]);
             let run = (i - from) as u32;
@@ -574,13 +557,20 @@ impl<S: Sink> Scan<'_, S> {
                 break;
             }
         }
+        self.set_table_state(sa, sb, open, piece);
+        Ok(i)
+    }
+
+    /// The state a run of ASCII kept in locals, back in `self`: when a
+    /// word is open, its last two symbols are the table's (`^` or a
+    /// letter, then a letter), and so are its characters.
+    #[inline(always)]
+    fn set_table_state(&mut self, sa: u8, sb: u8, open: bool, piece: usize) {
         (self.sa, self.sb, self.open, self.piece) = (sa, sb, open, piece);
         if open {
-            // Two symbols of the table (`^` or a letter, then a letter).
             self.a = symbol_char(sa);
             self.b = symbol_char(sb);
         }
-        Ok(i)
     }
 
     /// The unified ideographs from `bytes[i]` on, the first of which is
