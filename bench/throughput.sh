@@ -15,13 +15,30 @@
 #   sql simhash()     `SELECT count(simhash(body)) FROM throughput_docs` with
 #                     max_parallel_workers_per_gather = 0, timed inside the
 #                     server with clock_timestamp(), after one warm-up run
+#   sql read only     the same with `ascii(body)` for `simhash(body)`:
+#                     PostgreSQL reading every text whole (out of its TOAST
+#                     table, decompressed) and looking at its first
+#                     character; what any function of the whole text pays
+#                     before it starts
+#   rust hot scan     the first pass of the Rust fingerprint alone: the bytes
+#                     read and each feature counted, no weights and no
+#                     counters (`hot_scan` of the `fingerprint-stages`
+#                     binary of this crate, median of 3 passes a round)
 # and the ratio sql / segmentation, whose target is >= 0.8.
 #   ngramSimHashUTF8, wordShingleSimHashUTF8
 #                     ClickHouse's SimHash functions (chDB 4.4.0 from PyPI,
 #                     in .cache/chdb-venv), `SELECT sum(f(text))` over the
 #                     same texts in an in-memory table, max_threads = 1
 #                     (bench/chdb_simhash.py); loading is not timed
-# and the ratio SQL simhash() / ngramSimHashUTF8 (issue target >= 1.0).
+#   ngramSimHashUTF8 over MergeTree
+#                     the same over a MergeTree table (ClickHouse's own
+#                     storage, LZ4-compressed by default): what ClickHouse
+#                     pays to read its texts back, as PostgreSQL does
+# and the ratio SQL simhash() / ngramSimHashUTF8 (issue target >= 1.0), and
+# that ratio's budget: of ClickHouse's time per byte, what is left for the
+# function once PostgreSQL has read the texts (sql read only), against
+# what the Rust scan alone takes, and what is then left per distinct
+# feature for its weight and its 64 counters, against what they take now.
 #
 # The machine may be shared and noisy, so the rounds interleave (baseline,
 # SQL, baseline, SQL, ...) and each figure is the median of its rounds.
@@ -104,7 +121,24 @@ BEGIN
     RETURN extract(epoch FROM clock_timestamp() - t0);
 END
 $$;
+-- The same scan, each text read whole (ascii() detoasts its argument) and
+-- only its first character looked at.
+CREATE OR REPLACE FUNCTION throughput_read_seconds() RETURNS double precision
+LANGUAGE plpgsql
+SET max_parallel_workers_per_gather = 0
+AS $$
+DECLARE
+    t0 timestamptz;
+    n bigint;
+BEGIN
+    t0 := clock_timestamp();
+    SELECT count(ascii(body)) INTO n FROM throughput_docs;
+    RETURN extract(epoch FROM clock_timestamp() - t0);
+END
+$$;
 SQL
+STAGES_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/fingerprint-stages
+[ -x "$STAGES_BIN" ] || die "no binary at $STAGES_BIN"
 
 # One run of the baseline binary: its key=value lines.
 run_rust() { zcat -f -- "$CORPUS" | "$BIN" --rounds 1 "${stage_flag[@]}"; }
@@ -135,7 +169,8 @@ ch_first=$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1)
 [ "$(value docs <<<"$ch_first") $(value bytes <<<"$ch_first")" = "$docs $bytes" ] \
     || die "chDB read $(value docs <<<"$ch_first") texts of $(value bytes <<<"$ch_first") bytes, the binary $docs of $bytes"
 
-seg=() fp=() fp2=() sql=() ngram=() word=() stage_lines=()
+seg=() fp=() fp2=() sql=() read=() scan=() ngram=() ngram_mt=() word=() stage_lines=()
+distinct=
 for ((i = 1; i <= ROUNDS; i++)); do
     out=$(run_rust)
     seg+=("$(value segment_s <<<"$out")")
@@ -143,36 +178,60 @@ for ((i = 1; i <= ROUNDS; i++)); do
     fp2+=("$(value fingerprint_v2_s <<<"$out")")
     [ ${#stage_flag[@]} = 0 ] || stage_lines+=("$out")
     sql+=("$(psql_db -c "SELECT throughput_simhash_seconds()")")
+    read+=("$(psql_db -c "SELECT throughput_read_seconds()")")
+    stages=$("$STAGES_BIN" --rounds 3 <"$CORPUS")
+    scan+=("$(value hot_scan_s <<<"$stages")")
+    distinct=$(value distinct_features <<<"$stages")
     ch=$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1)
     ngram+=("$(value ngram_s <<<"$ch")")
+    ngram_mt+=("$(value ngram_mergetree_s <<<"$ch")")
     word+=("$(value word_s <<<"$ch")")
-    log "round $i/$ROUNDS: segmentation ${seg[-1]} s, rust fingerprint ${fp[-1]} s, sql simhash() ${sql[-1]} s, ngramSimHashUTF8 ${ngram[-1]} s, wordShingleSimHashUTF8 ${word[-1]} s"
+    log "round $i/$ROUNDS: segmentation ${seg[-1]} s, rust fingerprint ${fp[-1]} s, rust hot scan ${scan[-1]} s, sql simhash() ${sql[-1]} s, sql read only ${read[-1]} s, ngramSimHashUTF8 ${ngram[-1]} s (MergeTree ${ngram_mt[-1]} s), wordShingleSimHashUTF8 ${word[-1]} s"
 done
 
 seg_s=$(printf '%s\n' "${seg[@]}" | median)
 fp_s=$(printf '%s\n' "${fp[@]}" | median)
 fp2_s=$(printf '%s\n' "${fp2[@]}" | median)
 sql_s=$(printf '%s\n' "${sql[@]}" | median)
+read_s=$(printf '%s\n' "${read[@]}" | median)
+scan_s=$(printf '%s\n' "${scan[@]}" | median)
 ngram_s=$(printf '%s\n' "${ngram[@]}" | median)
+ngram_mt_s=$(printf '%s\n' "${ngram_mt[@]}" | median)
 word_s=$(printf '%s\n' "${word[@]}" | median)
 
 echo
 echo "== fingerprint throughput: median of $ROUNDS interleaved rounds, one core =="
 awk -v name="$NAME" -v compression="$COMPRESSION" -v docs="$docs" -v bytes="$bytes" \
-    -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" -v ngram="$ngram_s" -v word="$word_s" 'BEGIN {
+    -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" -v read="$read_s" -v scan="$scan_s" \
+    -v ngram="$ngram_s" -v ngram_mt="$ngram_mt_s" -v word="$word_s" -v distinct="$distinct" 'BEGIN {
     mb = bytes / 1e6
     printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, mb
     printf "segmentation alone      %7.2f MB/s  (%.3f s; jieba-rs cut, HMM on: the baseline)\n", mb / seg, seg
     printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, definition 3, no PostgreSQL)\n", mb / fp, fp
     printf "rust fingerprint v2     %7.2f MB/s  (%.3f s; definition 2: jieba words)\n", mb / fp2, fp2
+    printf "rust hot scan           %7.2f MB/s  (%.4f s; definition 3 first pass alone: no weights, no counters)\n", mb / scan, scan
     printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers, %s)\n", mb / sql, sql, compression
+    printf "sql read only           %7.2f MB/s  (%.4f s; count(ascii(body)): each text read whole, no fingerprint)\n", mb / read, read
     printf "ratio sql/segmentation  %7.2f       (target >= 0.80)\n", seg / sql
     printf "ratio sql/rust          %7.2f       (what the SQL layer keeps of the Rust speed)\n", fp / sql
     printf "ratio v3/v2 (rust)      %7.2f       (definition 3 against 2, same run)\n", fp2 / fp
-    printf "ngramSimHashUTF8        %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1)\n", mb / ngram, ngram
-    printf "wordShingleSimHashUTF8  %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1)\n", mb / word, word
+    printf "ngramSimHashUTF8        %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1, Memory table)\n", mb / ngram, ngram
+    printf "  over MergeTree        %7.2f MB/s  (%.3f s; the same over ClickHouse'"'"'s own compressed storage)\n", mb / ngram_mt, ngram_mt
+    printf "wordShingleSimHashUTF8  %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1, Memory table)\n", mb / word, word
     printf "ratio sql/ngram         %7.2f       (target >= 1.0)\n", ngram / sql
+    printf "ratio sql/ngram over MergeTree %.2f\n", ngram_mt / sql
     printf "ratio rust/ngram        %7.2f\n", ngram / fp
+    ns = 1e9 / bytes
+    left = ngram - read
+    printf "\n== the budget of ratio 1.0, in ns per byte of UTF-8 ==\n"
+    printf "ngramSimHashUTF8 takes                       %6.3f\n", ngram * ns
+    printf "PostgreSQL reading the texts (read only)     %6.3f\n", read * ns
+    printf "left for simhash() itself                    %6.3f\n", left * ns
+    printf "the Rust fingerprint takes                   %6.3f  (%.2f of what is left)\n", fp * ns, fp / left
+    printf "of which the scan alone                      %6.3f  (%.2f of what is left)\n", scan * ns, scan / left
+    printf "per distinct feature (%d, one per %.1f bytes), in ns:\n", distinct, bytes / distinct
+    printf "  its weight and 64 counters take now        %6.2f\n", (fp - scan) * 1e9 / distinct
+    printf "  left for them once the scan is done        %6.2f\n", (left - scan) * 1e9 / distinct
 }'
 if awk -v fp="$fp_s" -v sql="$sql_s" 'BEGIN { exit !(fp / sql < 0.5) }'; then
     echo "warning: SQL runs at under half the Rust speed: is the installed library a debug"
