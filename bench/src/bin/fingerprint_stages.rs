@@ -69,6 +69,7 @@ use serde::Deserialize;
 /// A text's distinct features (hash, kind, count) and its totals by kind.
 type Distinct = (Vec<(u64, Kind, u64)>, [u64; 2]);
 use simhash_core::accumulate::Accumulator;
+use simhash_core::cpu::Simd;
 use simhash_core::fingerprint::{
     Kind, V3Options, GRAM_WEIGHTS_TXT, HAN_WEIGHTS_TXT, V3_GRAM_UNKNOWN, V3_HAN_UNKNOWN,
 };
@@ -87,11 +88,12 @@ struct Doc {
 type Counts = HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>;
 
 fn usage() -> String {
-    "usage: fingerprint-stages [--rounds N] < corpus.jsonl".to_owned()
+    "usage: fingerprint-stages [--rounds N] [--simd baseline|avx2|avx512] < corpus.jsonl".to_owned()
 }
 
-fn parse_args() -> Result<usize, String> {
+fn parse_args() -> Result<(usize, Simd), String> {
     let mut rounds = 1;
+    let mut simd = Simd::detected();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -102,11 +104,17 @@ fn parse_args() -> Result<usize, String> {
                     _ => return Err(format!("--rounds wants a positive number, not {n:?}")),
                 };
             }
+            "--simd" => {
+                let name = args.next().ok_or_else(usage)?;
+                simd = Simd::from_name(&name).ok_or_else(|| {
+                    format!("--simd wants baseline, avx2 or avx512, not {name:?}")
+                })?;
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
     }
-    Ok(rounds)
+    Ok((rounds, simd))
 }
 
 fn read_texts() -> Result<Vec<String>, String> {
@@ -263,11 +271,11 @@ const PASSES: [&str; 14] = [
 ];
 
 fn run() -> Result<(), String> {
-    let rounds = parse_args()?;
+    let (rounds, simd) = parse_args()?;
     let texts = read_texts()?;
     let bytes: usize = texts.iter().map(String::len).sum();
     let stages = Stages {
-        fingerprinter: Fingerprinter::new(),
+        fingerprinter: Fingerprinter::new().with_simd(simd),
         han: SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN),
         grams: SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN),
         opts: V3Options::DEFINITION,
@@ -451,6 +459,7 @@ fn run() -> Result<(), String> {
 
     let mut summary = vec![
         format!("docs={}", texts.len()),
+        format!("simd={}", stages.fingerprinter.simd().name()),
         format!("bytes={bytes}"),
         format!("rounds={rounds}"),
         format!("feature_occurrences={occurrences}"),

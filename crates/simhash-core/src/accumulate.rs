@@ -24,6 +24,41 @@
 
 use wide::i32x8;
 
+use crate::cpu::Simd;
+
+/// [`sums_lanes`] compiled for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512dq,avx512bw,avx512vl")]
+fn sums_avx512(small: &mut [i32x8; 8], hashes: &[u64], weights: &[i64]) {
+    sums_lanes(small, hashes, weights);
+}
+
+/// [`sums_lanes`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sums_avx2(small: &mut [i32x8; 8], hashes: &[u64], weights: &[i64]) {
+    sums_lanes(small, hashes, weights);
+}
+
+/// The 32-bit sums of a batch of small weights (below 2^23 in magnitude,
+/// no more than fit before a spill) written lane by lane, for the compiler
+/// to turn into vector code as wide as the instructions it may use: lane
+/// `i` gains `w` when bit `i` of the hash is set.
+#[inline(always)]
+fn sums_lanes(small: &mut [i32x8; 8], hashes: &[u64], weights: &[i64]) {
+    let mut sums: [i32; 64] = wide::bytemuck::cast(*small);
+    for (&h, &w) in hashes.iter().zip(weights) {
+        let w = w as i32;
+        let halves = [h as u32, (h >> 32) as u32];
+        for (half, bits) in halves.into_iter().enumerate() {
+            for (lane, sum) in sums[32 * half..32 * half + 32].iter_mut().enumerate() {
+                *sum += if bits >> lane & 1 == 1 { w } else { 0 };
+            }
+        }
+    }
+    *small = wide::bytemuck::cast(sums);
+}
+
 /// Lane masks for each value of a byte: lane `j` is -1 when bit `j` of the
 /// byte is set (add `w`), 0 when it is clear.
 const LANE_MASKS: [[i32; 8]; 256] = {
@@ -108,6 +143,14 @@ impl Accumulator {
     /// loaded and stored again for every feature.
     #[inline]
     pub fn add_all(&mut self, hashes: &[u64], weights: &[i64]) {
+        self.add_all_as(Simd::detected(), hashes, weights);
+    }
+
+    /// [`Self::add_all`] with the vector instructions of `simd` (the
+    /// baseline's when the processor does not have them): the same sums.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn add_all_as(&mut self, simd: Simd, hashes: &[u64], weights: &[i64]) {
         assert_eq!(hashes.len(), weights.len());
         let n = hashes.len();
         let small = weights.iter().all(|&w| w > -SMALL && w < SMALL);
@@ -120,6 +163,31 @@ impl Accumulator {
         if self.pending as usize + n > SPILL_EVERY as usize {
             self.spill();
         }
+        match simd {
+            // SAFETY: the processor has the instructions the function is
+            // compiled with (`available`).
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 if simd.available() => unsafe {
+                sums_avx512(&mut self.small, hashes, weights)
+            },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 if simd.available() => unsafe {
+                sums_avx2(&mut self.small, hashes, weights)
+            },
+            _ => self.sums_baseline(hashes, weights),
+        }
+        self.pending += n as u32;
+        if self.pending == SPILL_EVERY {
+            self.spill();
+        }
+        self.total += weights.iter().sum::<i64>();
+        self.features += n as u64;
+    }
+
+    /// The baseline's sums of a batch of small weights.
+    #[inline(always)]
+    fn sums_baseline(&mut self, hashes: &[u64], weights: &[i64]) {
         for half in [0, 4] {
             let mut sums: [i32x8; 4] = [
                 self.small[half],
@@ -136,12 +204,6 @@ impl Accumulator {
             }
             self.small[half..half + 4].copy_from_slice(&sums);
         }
-        self.pending += n as u32;
-        if self.pending == SPILL_EVERY {
-            self.spill();
-        }
-        self.total += weights.iter().sum::<i64>();
-        self.features += n as u64;
     }
 
     /// Moves the 32-bit sums into the 64-bit ones.
@@ -272,6 +334,44 @@ mod tests {
 
     #[test]
     fn batches_have_the_counters_of_one_at_a_time() {
+        // Every level this processor has (the others fall back to the
+        // baseline, which is tested anyway).
+        for simd in Simd::ALL.into_iter().filter(|s| s.available()) {
+            batches_match_one_at_a_time(simd);
+        }
+    }
+
+    #[test]
+    fn the_sums_lane_by_lane_are_the_baselines() {
+        // The wider levels' source, run here without their instructions:
+        // the same sums as the baseline's on any processor.
+        let mut s = 4242;
+        for round in 0..300 {
+            let n = (splitmix(&mut s) % 65) as usize;
+            let hashes: Vec<u64> = (0..n)
+                .map(|i| match (round + i) % 7 {
+                    0 => u64::MAX,
+                    1 => 0,
+                    2 => 1 << 63 | 1,
+                    _ => splitmix(&mut s),
+                })
+                .collect();
+            let weights: Vec<i64> = (0..n)
+                .map(|i| match (round + i) % 5 {
+                    0 => SMALL - 1,
+                    1 => -(SMALL - 1),
+                    _ => (splitmix(&mut s) % 2_000_001) as i64 - 1_000_000,
+                })
+                .collect();
+            let mut baseline = Accumulator::new();
+            baseline.sums_baseline(&hashes, &weights);
+            let mut lanes = Accumulator::new();
+            sums_lanes(&mut lanes.small, &hashes, &weights);
+            assert_eq!(lanes.small, baseline.small, "round {round}");
+        }
+    }
+
+    fn batches_match_one_at_a_time(simd: Simd) {
         let mut s = 777;
         for round in 0..200 {
             let mut acc = Accumulator::new();
@@ -292,7 +392,7 @@ mod tests {
                     })
                     .collect();
                 let (hashes, weights): (Vec<u64>, Vec<i64>) = batch.iter().copied().unzip();
-                acc.add_all(&hashes, &weights);
+                acc.add_all_as(simd, &hashes, &weights);
                 features.extend(batch);
             }
             let mut counters = [0i64; 64];
@@ -301,8 +401,8 @@ mod tests {
                     *c += if h >> i & 1 == 1 { w } else { -w };
                 }
             }
-            assert_eq!(acc.counters(), counters, "round {round}");
-            assert_eq!(acc.finish(), scalar(&features), "round {round}");
+            assert_eq!(acc.counters(), counters, "{simd:?} round {round}");
+            assert_eq!(acc.finish(), scalar(&features), "{simd:?} round {round}");
             assert_eq!(acc.features(), features.len() as u64);
         }
     }

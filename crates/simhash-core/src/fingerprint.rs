@@ -58,6 +58,7 @@ use jieba_rs::Jieba;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::accumulate::Accumulator;
+use crate::cpu::Simd;
 use crate::fold::Fold;
 use crate::idf::{from_fixed, to_fixed, IdfTable, PassThrough};
 use crate::part::Part;
@@ -203,6 +204,8 @@ pub struct Fingerprinter {
     dense: dense::DenseHan,
     /// The scan's tables: folded ideographs, and classes of characters.
     fast: scan::ScanTables,
+    /// The vector instructions of version 3's weights and counters.
+    simd: Simd,
 }
 
 impl std::fmt::Debug for Fingerprinter {
@@ -281,7 +284,22 @@ impl Fingerprinter {
             dense: dense::DenseHan::new(&han, &grams),
             han,
             grams,
+            simd: Simd::detected(),
         }
+    }
+
+    /// The same fingerprinter with the weights and counters of version 3
+    /// computed with the vector instructions of `simd`, or the widest this
+    /// processor has below them (the same bits either way: for tests and
+    /// benchmarks).
+    pub fn with_simd(mut self, simd: Simd) -> Self {
+        self.simd = simd.min(Simd::detected());
+        self
+    }
+
+    /// The vector instructions of version 3's weights and counters.
+    pub fn simd(&self) -> Simd {
+        self.simd
     }
 
     /// The IDF table in use.
@@ -797,6 +815,7 @@ impl Fingerprinter {
             &mut || true,
             V3_MAX_COUNTED,
             stage,
+            self.simd,
         )
         .ok()
         .flatten()

@@ -22,6 +22,7 @@
 
 pub mod accumulate;
 pub mod cluster;
+pub mod cpu;
 pub mod distance;
 pub mod fingerprint;
 pub mod fold;

@@ -35,6 +35,7 @@ use wide::f64x4;
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::cpu::Simd;
 use crate::idf::{to_fixed, PassThrough};
 
 /// e^-x for `x >= 0`, from basic arithmetic only: e^-x = (e^-1)^k *
@@ -209,9 +210,145 @@ pub const WEIGH_BATCH: usize = 64;
 /// IEEE operations as [`expected_capped6_fast`] and [`to_fixed`]); only
 /// a lane the shortcut does not certify takes the 24-term series.
 pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
+    fixed_weights6_as(Simd::detected(), batch, out);
+}
+
+/// [`fixed_weights6`] with the vector instructions of `simd` (the
+/// baseline's when the processor does not have them): the same bits.
+// The one kind of unsafe code in this crate: calling a function compiled
+// for instructions the processor was found to have.
+#[allow(unsafe_code)]
+pub fn fixed_weights6_as(simd: Simd, batch: &[ToWeigh], out: &mut [i64]) {
     assert!(batch.len() <= WEIGH_BATCH && out.len() >= batch.len());
-    for (group, out) in batch.chunks(4 * ROWS).zip(out.chunks_mut(4 * ROWS)) {
-        weigh_group(group, out);
+    match simd {
+        // SAFETY: the processor has the instructions the function is
+        // compiled with (`available`).
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 if simd.available() => unsafe { weights_avx512(batch, out) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 if simd.available() => unsafe { weights_avx2(batch, out) },
+        _ => {
+            for (group, out) in batch.chunks(4 * ROWS).zip(out.chunks_mut(4 * ROWS)) {
+                weigh_group(group, out);
+            }
+        }
+    }
+}
+
+/// [`weigh_lanes`] over the batch, compiled for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512dq,avx512bw,avx512vl")]
+fn weights_avx512(batch: &[ToWeigh], out: &mut [i64]) {
+    for (group, out) in batch.chunks(LANES).zip(out.chunks_mut(LANES)) {
+        weigh_lanes(group, out);
+    }
+}
+
+/// [`weigh_lanes`] over the batch, compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn weights_avx2(batch: &[ToWeigh], out: &mut [i64]) {
+    for (group, out) in batch.chunks(LANES).zip(out.chunks_mut(LANES)) {
+        weigh_lanes(group, out);
+    }
+}
+
+/// Features [`weigh_lanes`] takes at once.
+const LANES: usize = 16;
+
+/// [`weigh_group`] of up to [`LANES`] features written lane by lane, for
+/// the compiler to turn into vector code as wide as the instructions it
+/// may use: each step a loop over all lanes, with no branch but the one
+/// to the series for the lanes the shortcut does not certify. The same
+/// IEEE operations, in the same order, as `weigh_group`.
+#[inline(always)]
+fn weigh_lanes(group: &[ToWeigh], out: &mut [i64]) {
+    let steps: &[f64] = &EXP_STEPS;
+    let mut mean = [0.0f64; LANES];
+    let mut scale = [0.0f64; LANES];
+    let mut capped = [0.0f64; LANES];
+    let mut factor = [0.0f64; LANES];
+    for (k, f) in group.iter().enumerate() {
+        mean[k] = f.mean;
+        scale[k] = f.scale;
+        capped[k] = f.capped;
+        factor[k] = f.factor;
+    }
+    let mut served = [false; LANES];
+    let mut fast = [false; LANES];
+    let mut m = [0.0f64; LANES];
+    let mut j = [0.0f64; LANES];
+    for l in 0..LANES {
+        let mn = mean[l];
+        served[l] = (0.0..FAST_MEAN_LIMIT).contains(&mn);
+        fast[l] = served[l] | (FAST_MEAN_LIMIT..f64::INFINITY).contains(&mn);
+        m[l] = if served[l] { mn } else { 0.0 };
+        let v = m[l] * FAST_STEPS;
+        let nearest = (v + TWO_52) - TWO_52;
+        j[l] = nearest - if nearest > v { 1.0 } else { 0.0 };
+    }
+    let mut t = [0.0f64; LANES];
+    let last = steps.len() - 1;
+    for l in 0..LANES {
+        let index = (j[l] + TWO_52).to_bits().wrapping_sub(TWO_52.to_bits()) as usize;
+        let value = steps[index.min(last)];
+        t[l] = if served[l] { value } else { 0.0 };
+    }
+    let mut x = [0.0f64; LANES];
+    for l in 0..LANES {
+        x[l] = j[l] / FAST_STEPS - m[l];
+    }
+    let mut series = [EXP_SERIES[6]; LANES];
+    for coefficient in EXP_SERIES[..6].iter().rev() {
+        for l in 0..LANES {
+            series[l] = series[l] * x[l] + *coefficient;
+        }
+    }
+    let mut p = [1.0 / 120.0; LANES];
+    for coefficient in [1.0 / 12.0, 0.5, 2.0, 5.0, 6.0] {
+        for l in 0..LANES {
+            p[l] = coefficient + m[l] * p[l];
+        }
+    }
+    let mut certified = [false; LANES];
+    let mut fixed = [0i64; LANES];
+    for l in 0..LANES {
+        let chance = 6.0 - (t[l] * series[l]) * p[l];
+        let weight = |chance: f64| factor[l] * (scale[l] * (capped[l] - chance)) * FIXED_ONE;
+        let high = weight(chance - CHANCE_ERROR);
+        let low = weight(chance + CHANCE_ERROR);
+        let high_r = round_away_lane(high);
+        certified[l] = fast[l]
+            & (high_r == round_away_lane(low))
+            & (high.abs() < ROUND_LIMIT)
+            & (low.abs() < ROUND_LIMIT)
+            & (factor[l] >= 0.0)
+            & (scale[l] >= 0.0)
+            & (scale[l] < f64::INFINITY);
+        fixed[l] = (high_r + ONE_AND_HALF_52)
+            .to_bits()
+            .wrapping_sub(ONE_AND_HALF_52.to_bits()) as i64;
+    }
+    for (k, (f, w)) in group.iter().zip(out.iter_mut()).enumerate() {
+        *w = if certified[k] {
+            fixed[k]
+        } else {
+            f.fixed(expected_capped(f.mean, FAST_CAP))
+        };
+    }
+}
+
+/// [`round_away`] of one lane.
+#[inline(always)]
+fn round_away_lane(y: f64) -> f64 {
+    let a = y.abs();
+    let n = (a + TWO_52) - TWO_52;
+    let n = n + if a - n == 0.5 { 1.0 } else { 0.0 };
+    if y < 0.0 {
+        -n
+    } else {
+        n
     }
 }
 
@@ -619,9 +756,7 @@ mod tests {
                 batch.push(w.to_weigh(s, factor, tf, m));
                 expected.push(w.fixed_weight(s, factor, tf, m));
             }
-            let mut out = [0i64; WEIGH_BATCH];
-            fixed_weights6(&batch, &mut out);
-            assert_eq!(&out[..batch.len()], &expected[..], "round {round}");
+            check_batch(&batch, &expected, round);
         }
         // Weights a hair from a rounding boundary (the slow lanes), beside
         // ordinary ones, and means the shortcut does not take.
@@ -642,11 +777,29 @@ mod tests {
             batch.push(w.to_weigh(s, 1.0, capped, m));
             expected.push(w.fixed_weight(s, 1.0, capped, m));
         }
-        for (chunk, expected) in batch.chunks(WEIGH_BATCH).zip(expected.chunks(WEIGH_BATCH)) {
-            let mut out = [0i64; WEIGH_BATCH];
-            fixed_weights6(chunk, &mut out);
-            assert_eq!(&out[..chunk.len()], expected);
+        for (round, (chunk, expected)) in batch
+            .chunks(WEIGH_BATCH)
+            .zip(expected.chunks(WEIGH_BATCH))
+            .enumerate()
+        {
+            check_batch(chunk, expected, round);
         }
+    }
+
+    /// The weights of `batch` at every level this processor has, and lane
+    /// by lane without the wider levels' instructions (their source, on
+    /// any processor), are `expected`.
+    fn check_batch(batch: &[ToWeigh], expected: &[i64], round: usize) {
+        for simd in Simd::ALL.into_iter().filter(|s| s.available()) {
+            let mut out = [0i64; WEIGH_BATCH];
+            fixed_weights6_as(simd, batch, &mut out);
+            assert_eq!(&out[..batch.len()], expected, "{simd:?} round {round}");
+        }
+        let mut out = [0i64; WEIGH_BATCH];
+        for (group, out) in batch.chunks(LANES).zip(out.chunks_mut(LANES)) {
+            weigh_lanes(group, out);
+        }
+        assert_eq!(&out[..batch.len()], expected, "lane by lane, round {round}");
     }
 
     #[test]
@@ -684,6 +837,7 @@ mod tests {
             let got = round_away(f64x4::from(lanes)).to_array();
             for (&y, &r) in lanes.iter().zip(&got) {
                 assert_eq!(r as i64, to_fixed(y / FIXED_ONE), "{y:e}");
+                assert_eq!(round_away_lane(y).to_bits(), r.to_bits(), "{y:e}");
             }
         }
     }

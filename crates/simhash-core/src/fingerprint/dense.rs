@@ -25,8 +25,9 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::scan::{self, ScanWork, Sink, Stop};
 use super::{Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
+use crate::cpu::Simd;
 use crate::idf::PassThrough;
-use crate::weights::{fixed_weights6, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
+use crate::weights::{fixed_weights6_as, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
 
 pub(super) const FROM: u32 = 0x3400;
 pub(super) const TO: u32 = 0xA000;
@@ -281,7 +282,7 @@ pub(super) fn fingerprint_v3(
     go_on: &mut impl FnMut() -> bool,
     bound: usize,
 ) -> Result<Option<Option<u64>>, Stop> {
-    fingerprint_v3_to(fp, opts, bytes, go_on, bound, Stage::All)
+    fingerprint_v3_to(fp, opts, bytes, go_on, bound, Stage::All, fp.simd)
 }
 
 /// How far [`fingerprint_v3_to`] goes: the stage profile of
@@ -296,8 +297,9 @@ pub enum Stage {
     All,
 }
 
-/// [`fingerprint_v3`] up to `stage`; what it returns before
-/// [`Stage::All`] is only something to keep alive.
+/// [`fingerprint_v3`] up to `stage`, the weights and counters with the
+/// vector instructions of `simd` (the same bits at every level); what it
+/// returns before [`Stage::All`] is only something to keep alive.
 pub(super) fn fingerprint_v3_to(
     fp: &Fingerprinter,
     opts: &V3Options,
@@ -305,6 +307,7 @@ pub(super) fn fingerprint_v3_to(
     go_on: &mut impl FnMut() -> bool,
     bound: usize,
     stage: Stage,
+    simd: Simd,
 ) -> Result<Option<Option<u64>>, Stop> {
     if !fp.dense.all_alone || opts.han.cap > 255 || opts.gram.cap > 255 {
         return Ok(None);
@@ -403,7 +406,7 @@ pub(super) fn fingerprint_v3_to(
                     *f = weighing.to_weigh(s, factor, u64::from(counts.tf[i]), mean);
                     *h = entry.hash;
                 }
-                fixed_weights6(&to_weigh[..batch.len()], weights);
+                fixed_weights6_as(simd, &to_weigh[..batch.len()], weights);
             } else {
                 for ((w, h), &i) in weights.iter_mut().zip(hashes.iter_mut()).zip(batch) {
                     *w = weigh(i, false);
@@ -417,7 +420,7 @@ pub(super) fn fingerprint_v3_to(
                 continue;
             }
             let weights = &weights[..batch.len()];
-            acc.add_all(&hashes[..batch.len()], weights);
+            acc.add_all_as(simd, &hashes[..batch.len()], weights);
             positive |= weights.iter().any(|&w| w > 0);
         }
         if stage == Stage::Weigh {
@@ -505,6 +508,33 @@ mod tests {
             assert_eq!(fast, general(fp, &text), "round {round}: {text:?}");
             // The public entry point takes the table.
             assert_eq!(fp.fingerprint_as(super::super::Version::V3, &text), fast);
+        }
+    }
+
+    #[test]
+    fn every_level_of_vector_instructions_gives_the_same_bits() {
+        let fp = super::super::tests::shared();
+        let mut state = 16u64;
+        for round in 0..2000 {
+            let text = random_text(&mut state);
+            let at = |simd: Simd| {
+                let bytes = text.as_bytes();
+                fingerprint_v3_to(
+                    fp,
+                    &V3Options::DEFINITION,
+                    bytes,
+                    &mut || true,
+                    usize::MAX,
+                    Stage::All,
+                    simd,
+                )
+                .unwrap()
+                .expect("no collision in these texts")
+            };
+            let baseline = at(Simd::Baseline);
+            for simd in Simd::ALL.into_iter().filter(|s| s.available()) {
+                assert_eq!(at(simd), baseline, "{simd:?} round {round}: {text:?}");
+            }
         }
     }
 

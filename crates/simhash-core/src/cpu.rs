@@ -1,0 +1,87 @@
+//! Which vector instructions the hot kernels use: the x86-64 baseline
+//! (SSE2, through `wide`) everywhere, and on a processor that has them,
+//! AVX2 or AVX-512 versions of the same kernels, chosen once at run time.
+//!
+//! A kernel's wider versions are the same safe Rust source compiled with
+//! more instructions allowed (`#[target_feature]`): the same IEEE
+//! operations in the same order on each lane, so the same bits. The tests
+//! run every level the processor has against the baseline.
+
+use std::sync::OnceLock;
+
+/// A set of vector instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Simd {
+    /// The x86-64 baseline (SSE2), or any other architecture.
+    Baseline,
+    /// AVX2 (x86-64-v3: Intel since 2013, AMD since 2015).
+    Avx2,
+    /// AVX-512 F, DQ, BW and VL (x86-64-v4).
+    Avx512,
+}
+
+impl Simd {
+    /// Every level, narrowest first.
+    pub const ALL: [Simd; 3] = [Simd::Baseline, Simd::Avx2, Simd::Avx512];
+
+    /// The widest level this processor has, found once per process.
+    pub fn detected() -> Simd {
+        static DETECTED: OnceLock<Simd> = OnceLock::new();
+        *DETECTED.get_or_init(detect)
+    }
+
+    /// Whether this processor has the instructions of `self`.
+    pub fn available(self) -> bool {
+        self <= Simd::detected()
+    }
+
+    /// The level's name, as `fingerprint-stages --simd` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Baseline => "baseline",
+            Simd::Avx2 => "avx2",
+            Simd::Avx512 => "avx512",
+        }
+    }
+
+    /// The level named `name`.
+    pub fn from_name(name: &str) -> Option<Simd> {
+        Simd::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect() -> Simd {
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx2")
+    {
+        Simd::Avx512
+    } else if std::arch::is_x86_feature_detected!("avx2") {
+        Simd::Avx2
+    } else {
+        Simd::Baseline
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect() -> Simd {
+    Simd::Baseline
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_go_both_ways_and_the_baseline_is_always_there() {
+        for s in Simd::ALL {
+            assert_eq!(Simd::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Simd::from_name("sse9"), None);
+        assert!(Simd::Baseline.available());
+        assert!(Simd::detected().available());
+    }
+}
