@@ -34,7 +34,9 @@
 #                     in .cache/chdb-venv), `SELECT sum(f(text))` over the
 #                     same texts in an in-memory table, max_threads = 1
 #                     (bench/chdb_simhash.py), each query after one untimed
-#                     run of it in the same session; loading is not timed
+#                     run of it in the same session, the median of three
+#                     runs a round (chDB stalls now and then); loading is
+#                     not timed
 #   ngramSimHashUTF8 over MergeTree
 #                     the same over a MergeTree table (ClickHouse's own
 #                     storage, LZ4-compressed by default): what ClickHouse
