@@ -29,8 +29,10 @@
 //! the trigram numbers are computed for the whole block in loops the
 //! compiler vectorizes, and only which of them to keep (those after a
 //! letter) goes a byte at a time, with no branch on where words start and
-//! end. A run of ideographs keeps the scan's state in locals. Both hand
-//! the sink their features [`RUN`] at a time.
+//! end. A run of ideographs keeps the scan's state in locals and takes
+//! the punctuation between them (a mark ends the piece, and no word is
+//! open in such a run) with no branch of its own, through one table of
+//! U+2000..U+FFFF. Both hand the sink their features [`RUN`] at a time.
 //!
 //! Why skipping NFKC is exact: a character of the table is a starter
 //! whose decomposition is all starters, none of which composes with a
@@ -125,11 +127,20 @@ const GENERAL: u16 = u16::MAX;
 pub(crate) struct ScanTables {
     folded: Vec<u16>,
     class: Vec<u8>,
+    /// What a run of ideographs does with each character of
+    /// U+2000..U+FFFF: the dense index of an ideograph's folded form,
+    /// [`RUN_MARK`] for a character that only ends the piece, or
+    /// [`GENERAL`] to leave the run.
+    run: Vec<u16>,
 }
+
+/// In [`ScanTables::run`]: a character that only ends the piece (a
+/// [`MARK`], or the full-width form of ASCII punctuation).
+const RUN_MARK: u16 = u16::MAX - 1;
 
 impl ScanTables {
     pub(crate) fn new(fold: &Fold) -> Self {
-        let folded = (FROM..TO)
+        let folded: Vec<u16> = (FROM..TO)
             .map(|u| {
                 let Some(c) = char::from_u32(u) else {
                     return GENERAL;
@@ -143,8 +154,33 @@ impl ScanTables {
                 }
             })
             .collect();
-        let class = (CLASS_FROM..0x1_0000).map(class_of).collect();
-        ScanTables { folded, class }
+        let class: Vec<u8> = (CLASS_FROM..0x1_0000).map(class_of).collect();
+        let run = (CLASS_FROM..0x1_0000)
+            .map(|u| match class[(u - CLASS_FROM) as usize] {
+                IDEOGRAPH => folded[(u - FROM) as usize],
+                MARK => RUN_MARK,
+                wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => RUN_MARK,
+                _ => GENERAL,
+            })
+            .collect();
+        ScanTables { folded, class, run }
+    }
+
+    /// What a run of ideographs does with the character at `bytes[i..]`
+    /// ([`Self::run`]), `None` to leave the run: at the end, for any
+    /// character but a well-formed one of three bytes, U+2000..U+FFFF,
+    /// and for those the table says [`GENERAL`] of.
+    #[inline(always)]
+    fn run_at(&self, bytes: &[u8], i: usize) -> Option<u16> {
+        let [b0, b1, b2] = *bytes.get(i..i + 3)? else {
+            return None;
+        };
+        if !(0xE2..=0xEF).contains(&b0) || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80 {
+            return None;
+        }
+        let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
+        let code = self.run[(u - CLASS_FROM) as usize];
+        (code != GENERAL).then_some(code)
     }
 
     /// The class of the three-byte character at `bytes[i..]`, and its
@@ -176,22 +212,6 @@ impl ScanTables {
             Some(_) => self.class_at(bytes, i).0 != SLOW,
         }
     }
-}
-
-/// The unified ideograph (U+3400..U+4DBF, U+4E00..U+9FFF) whose three
-/// bytes are at `bytes[i..]`, if one is: what the class table says
-/// [`IDEOGRAPH`] of, from the bytes alone. The lead byte E3..E9 and two
-/// continuation bytes are a well-formed character of U+3000..U+9FFF.
-#[inline(always)]
-fn ideograph_at(bytes: &[u8], i: usize) -> Option<u32> {
-    let [b0, b1, b2] = *bytes.get(i..i + 3)? else {
-        return None;
-    };
-    if !(0xE3..=0xE9).contains(&b0) || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80 {
-        return None;
-    }
-    let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
-    (u >= 0x4E00 || (0x3400..0x4DC0).contains(&u)).then_some(u)
 }
 
 /// The class of code point `u` (U+2000..U+FFFF), from NFKC itself.
@@ -574,10 +594,18 @@ impl<S: Sink> Scan<'_, S> {
     }
 
     /// The unified ideographs from `bytes[i]` on, the first of which is
-    /// `u`, as [`Self::ideograph`] would take them one by one, with the
-    /// length of the piece in a local and the sink taking them [`RUN`] at
-    /// a time. The index of the first byte it leaves. The first one's
-    /// step is the caller's.
+    /// `u`, and the punctuation between them, as [`Self::ideograph`] and
+    /// [`Self::ascii`] would take them one by one, with the length of the
+    /// piece in a local and the sink taking the features [`RUN`] at a
+    /// time. The index of the first byte it leaves. The first one's step
+    /// is the caller's.
+    ///
+    /// A mark (`，`, `。`, `“` ...) only ends the piece, which holds no
+    /// open word in a run of ideographs; it is taken with no branch of its
+    /// own, Chinese text having one every few characters. Like any table
+    /// character it may skip NFKC only when the character after it is
+    /// ASCII or one of the table's; when the run ends on a mark followed
+    /// by some other character, the mark is given back to the caller.
     #[inline(always)]
     fn ideograph_run(
         &mut self,
@@ -595,43 +623,64 @@ impl<S: Sink> Scan<'_, S> {
             // word: the next one goes the way of one at a time.
             return Ok(i);
         }
-        let mut piece = self.piece;
+        // The piece's length is worked out at the end from where the last
+        // mark was, so that no step waits on the one before (a piece cut
+        // at MAX_PIECE_CHARS starts again at 0, and no word is open after
+        // a Han character: nothing else to end). Every character of the
+        // run has three bytes.
+        let from = i;
+        // The index of the byte after the last mark, or `from` for none.
+        let mut after_mark = from;
         let hans = &mut *buffer;
         loop {
             let mut kept = 0;
-            while kept < RUN {
-                let Some(u) = ideograph_at(bytes, i) else {
+            let batch = i;
+            let end = i + 3 * RUN;
+            while i < end {
+                let Some(code) = self.fast.run_at(bytes, i) else {
                     break;
                 };
-                let index = self.fast.folded[(u - FROM) as usize];
-                if index == GENERAL {
-                    break;
-                }
-                hans[kept] = u32::from(index);
-                kept += 1;
-                piece += 1;
+                let mark = code == RUN_MARK;
+                hans[kept] = u32::from(code);
+                kept += usize::from(!mark);
                 i += 3;
-                if piece == MAX_PIECE_CHARS {
-                    // The piece is cut (no word is open after a Han
-                    // character: nothing else to end).
-                    piece = 0;
-                }
+                after_mark = if mark { i } else { after_mark };
             }
             self.sink.dense_hans(&hans[..kept]);
-            let run = kept as u32;
-            if run >= *steps {
+            let taken = ((i - batch) / 3) as u32;
+            if taken >= *steps {
                 if !go_on() {
                     return Err(Stop::Interrupted);
                 }
                 *steps = CHECK_EVERY;
             } else {
-                *steps -= run;
+                *steps -= taken;
             }
-            if kept < RUN {
+            if i < end {
                 break;
             }
         }
-        self.piece = piece;
+        if after_mark == i && i > from && !self.fast.fast_at(bytes, i) {
+            // The run ends on a mark before a character that takes NFKC:
+            // the mark goes back to the caller, with it, and the piece
+            // ends at the mark before, if there is one in the run.
+            i -= 3;
+            after_mark = from;
+            let mut k = i;
+            while k > from {
+                if self.fast.run_at(bytes, k - 3) == Some(RUN_MARK) {
+                    after_mark = k;
+                    break;
+                }
+                k -= 3;
+            }
+        }
+        let since = if after_mark == from {
+            self.piece + (i - from) / 3
+        } else {
+            (i - after_mark) / 3
+        };
+        self.piece = since % MAX_PIECE_CHARS;
         Ok(i)
     }
 
@@ -913,6 +962,45 @@ mod tests {
     }
 
     #[test]
+    fn a_run_gives_back_a_mark_before_a_character_that_takes_nfkc() {
+        let fp = shared();
+        // (text, the byte where the run leaves off, the piece's length
+        // then): a mark before a combining character goes back to the
+        // caller, which puts both through NFKC, and the piece is as it was
+        // before the mark; before anything else fast, the mark stays in
+        // the run and ends the piece.
+        let cases = [
+            ("字，字，\u{301}", 9, 1),
+            ("字字，\u{301}", 6, 2),
+            ("字，，\u{301}", 6, 0),
+            ("字，字，a", 12, 0),
+            ("字，字，", 12, 0),
+            ("字字字é", 9, 3),
+        ];
+        for (text, to, piece) in cases {
+            let bytes = text.as_bytes();
+            let mut s = Scan {
+                fold: &fp.fold,
+                fast: &fp.fast,
+                sink: Record::default(),
+                open: false,
+                a: '^',
+                b: '^',
+                sa: 0,
+                sb: 0,
+                piece: 0,
+            };
+            let mut work = ScanWork::new();
+            let mut steps = CHECK_EVERY;
+            let u = '字' as u32;
+            let left = s
+                .ideograph_run(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
+                .unwrap();
+            assert_eq!((left, s.piece), (to, piece), "{text:?}");
+        }
+    }
+
+    #[test]
     fn the_scan_stops_when_told() {
         let text = "天地玄黄".repeat(10);
         let mut calls = 0;
@@ -924,7 +1012,7 @@ mod tests {
         assert_eq!(calls, 1);
         // A long text is checked every CHECK_EVERY characters, through
         // the NFKC stretches too.
-        for unit in ["字", "a", "😀", "é"] {
+        for unit in ["字", "a", "😀", "é", "字，", "，字"] {
             let text = unit.repeat(CHECK_EVERY as usize * 3);
             let mut calls = 0;
             scan_bytes(text.as_bytes(), || {
@@ -977,7 +1065,7 @@ mod tests {
     }
 
     #[test]
-    fn the_run_of_ideographs_is_what_the_class_table_calls_one() {
+    fn a_run_takes_what_the_class_table_says() {
         let tables = &shared().fast;
         for u in 0x80..0x1_0000u32 {
             let Some(c) = char::from_u32(u) else {
@@ -985,9 +1073,33 @@ mod tests {
             };
             let mut buf = [0u8; 4];
             let bytes = c.encode_utf8(&mut buf).as_bytes();
-            let by_table = bytes.len() == 3 && tables.class_at(bytes, 0).0 == IDEOGRAPH;
-            assert_eq!(ideograph_at(bytes, 0).is_some(), by_table, "U+{u:04X}");
-            assert_eq!(by_table, is_unified_ideograph(c), "U+{u:04X}");
+            let class = if bytes.len() == 3 {
+                tables.class_at(bytes, 0).0
+            } else {
+                SLOW
+            };
+            assert_eq!(class == IDEOGRAPH, is_unified_ideograph(c), "U+{u:04X}");
+            // An ideograph folded into the table, or a character that only
+            // ends the piece, as one at a time takes them; nothing else.
+            let expected = match class {
+                IDEOGRAPH => {
+                    let index = tables.folded[(u - FROM) as usize];
+                    (index != GENERAL).then_some(index)
+                }
+                MARK => Some(RUN_MARK),
+                wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => {
+                    Some(RUN_MARK)
+                }
+                _ => None,
+            };
+            assert_eq!(tables.run_at(bytes, 0), expected, "U+{u:04X}");
+            if expected == Some(RUN_MARK) {
+                let word = std::iter::once(c)
+                    .nfkc()
+                    .flat_map(char::to_lowercase)
+                    .any(char::is_alphanumeric);
+                assert!(!word, "U+{u:04X}");
+            }
         }
         // Cut short, a continuation byte missing, a bad one, a surrogate.
         for bad in [
@@ -995,8 +1107,9 @@ mod tests {
             b"\xE4\xB8A",
             b"\xE4A\xAD",
             b"\xED\xA0\x80",
+            b"\xE0\xA0\x80",
         ] {
-            assert_eq!(ideograph_at(bad, 0), None, "{bad:?}");
+            assert_eq!(tables.run_at(bad, 0), None, "{bad:?}");
         }
     }
 
