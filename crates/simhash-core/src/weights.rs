@@ -215,22 +215,43 @@ pub fn fixed_weights6(batch: &[ToWeigh], out: &mut [i64]) {
 
 /// [`fixed_weights6`] with the vector instructions of `simd` (the
 /// baseline's when the processor does not have them): the same bits.
+pub fn fixed_weights6_as(simd: Simd, batch: &[ToWeigh], out: &mut [i64]) {
+    assert!(batch.len() <= WEIGH_BATCH && out.len() >= batch.len());
+    fixed_weights6_by(simd, batch.len(), |k| batch[k], out);
+}
+
+/// [`fixed_weights6_as`] of the `n` features that `feature(0)`,
+/// `feature(1)` ... give, in that order, each asked for once: the caller
+/// gathers them straight into the kernel's lanes instead of into a batch
+/// that the kernel reads back.
 // The one kind of unsafe code in this crate: calling a function compiled
 // for instructions the processor was found to have.
 #[allow(unsafe_code)]
-pub fn fixed_weights6_as(simd: Simd, batch: &[ToWeigh], out: &mut [i64]) {
-    assert!(batch.len() <= WEIGH_BATCH && out.len() >= batch.len());
+#[inline]
+pub fn fixed_weights6_by(
+    simd: Simd,
+    n: usize,
+    feature: impl FnMut(usize) -> ToWeigh,
+    out: &mut [i64],
+) {
+    assert!(n <= WEIGH_BATCH && out.len() >= n);
     match simd {
         // SAFETY: the processor has the instructions the function is
         // compiled with (`available`).
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx512 if simd.available() => unsafe { weights_avx512(batch, out) },
+        Simd::Avx512 if simd.available() => unsafe { weights_avx512(n, feature, out) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 if simd.available() => unsafe { weights_avx2(batch, out) },
+        Simd::Avx2 if simd.available() => unsafe { weights_avx2(n, feature, out) },
         _ => {
-            for (group, out) in batch.chunks(4 * ROWS).zip(out.chunks_mut(4 * ROWS)) {
-                weigh_group(group, out);
+            let mut feature = feature;
+            let mut group = [ToWeigh::default(); 4 * ROWS];
+            for start in (0..n).step_by(4 * ROWS) {
+                let len = (n - start).min(4 * ROWS);
+                for (k, f) in group[..len].iter_mut().enumerate() {
+                    *f = feature(start + k);
+                }
+                weigh_group(&group[..len], &mut out[start..start + len]);
             }
         }
     }
@@ -239,37 +260,41 @@ pub fn fixed_weights6_as(simd: Simd, batch: &[ToWeigh], out: &mut [i64]) {
 /// [`weigh_lanes`] over the batch, compiled for AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f,avx512dq,avx512bw,avx512vl")]
-fn weights_avx512(batch: &[ToWeigh], out: &mut [i64]) {
-    for (group, out) in batch.chunks(LANES).zip(out.chunks_mut(LANES)) {
-        weigh_lanes(group, out);
+fn weights_avx512(n: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
+    for start in (0..n).step_by(LANES) {
+        let len = (n - start).min(LANES);
+        weigh_lanes(len, |k| feature(start + k), &mut out[start..start + len]);
     }
 }
 
 /// [`weigh_lanes`] over the batch, compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn weights_avx2(batch: &[ToWeigh], out: &mut [i64]) {
-    for (group, out) in batch.chunks(LANES).zip(out.chunks_mut(LANES)) {
-        weigh_lanes(group, out);
+fn weights_avx2(n: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
+    for start in (0..n).step_by(LANES) {
+        let len = (n - start).min(LANES);
+        weigh_lanes(len, |k| feature(start + k), &mut out[start..start + len]);
     }
 }
 
 /// Features [`weigh_lanes`] takes at once.
 const LANES: usize = 16;
 
-/// [`weigh_group`] of up to [`LANES`] features written lane by lane, for
-/// the compiler to turn into vector code as wide as the instructions it
-/// may use: each step a loop over all lanes, with no branch but the one
-/// to the series for the lanes the shortcut does not certify. The same
-/// IEEE operations, in the same order, as `weigh_group`.
+/// [`weigh_group`] of the `len` (up to [`LANES`]) features `feature`
+/// gives, written lane by lane, for the compiler to turn into vector code
+/// as wide as the instructions it may use: each step a loop over all
+/// lanes, with no branch but the one to the series for the lanes the
+/// shortcut does not certify. The same IEEE operations, in the same
+/// order, as `weigh_group`.
 #[inline(always)]
-fn weigh_lanes(group: &[ToWeigh], out: &mut [i64]) {
+fn weigh_lanes(len: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
     let steps: &[f64] = &EXP_STEPS;
     let mut mean = [0.0f64; LANES];
     let mut scale = [0.0f64; LANES];
     let mut capped = [0.0f64; LANES];
     let mut factor = [0.0f64; LANES];
-    for (k, f) in group.iter().enumerate() {
+    for k in 0..len {
+        let f = feature(k);
         mean[k] = f.mean;
         scale[k] = f.scale;
         capped[k] = f.capped;
@@ -330,10 +355,16 @@ fn weigh_lanes(group: &[ToWeigh], out: &mut [i64]) {
             .to_bits()
             .wrapping_sub(ONE_AND_HALF_52.to_bits()) as i64;
     }
-    for (k, (f, w)) in group.iter().zip(out.iter_mut()).enumerate() {
+    for (k, w) in out[..len].iter_mut().enumerate() {
         *w = if certified[k] {
             fixed[k]
         } else {
+            let f = ToWeigh {
+                mean: mean[k],
+                scale: scale[k],
+                capped: capped[k],
+                factor: factor[k],
+            };
             f.fixed(expected_capped(f.mean, FAST_CAP))
         };
     }
@@ -797,7 +828,7 @@ mod tests {
         }
         let mut out = [0i64; WEIGH_BATCH];
         for (group, out) in batch.chunks(LANES).zip(out.chunks_mut(LANES)) {
-            weigh_lanes(group, out);
+            weigh_lanes(group.len(), |k| group[k], out);
         }
         assert_eq!(&out[..batch.len()], expected, "lane by lane, round {round}");
     }

@@ -27,7 +27,7 @@ use super::{Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::cpu::Simd;
 use crate::idf::PassThrough;
-use crate::weights::{fixed_weights6_as, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
+use crate::weights::{fixed_weights6_by, SelfInfo, FAST_CAP, WEIGH_BATCH};
 
 pub(super) const FROM: u32 = 0x3400;
 pub(super) const TO: u32 = 0xA000;
@@ -164,10 +164,9 @@ struct Counts {
     work: Option<Box<(ScanWork, Weighed)>>,
 }
 
-/// A batch of distinct features on their way to the counters: what to
-/// weigh, the weights, the hashes.
+/// A batch of distinct features on their way to the counters: the
+/// weights and the hashes.
 struct Weighed {
-    to_weigh: [ToWeigh; WEIGH_BATCH],
     weights: [i64; WEIGH_BATCH],
     hashes: [u64; WEIGH_BATCH],
 }
@@ -327,7 +326,6 @@ pub(super) fn fingerprint_v3_to(
             Box::new((
                 ScanWork::new(),
                 Weighed {
-                    to_weigh: [ToWeigh::default(); WEIGH_BATCH],
                     weights: [0; WEIGH_BATCH],
                     hashes: [0; WEIGH_BATCH],
                 },
@@ -382,31 +380,28 @@ pub(super) fn fingerprint_v3_to(
         // multiplies it (exact: far below 2^53), once per text.
         let counted = totals.map(|n| n as f64);
         let batched = opts.chance && opts.han.cap == FAST_CAP && opts.gram.cap == FAST_CAP;
-        let Weighed {
-            to_weigh,
-            weights,
-            hashes,
-        } = weighed;
+        let by_kind = [opts.han, opts.gram];
+        let Weighed { weights, hashes } = weighed;
         let mut acc = Accumulator::new();
         let mut positive = false;
         let mut weighed = 0u64;
         for batch in touched.chunks(WEIGH_BATCH) {
             if batched {
-                for ((f, h), &i) in to_weigh.iter_mut().zip(hashes.iter_mut()).zip(batch) {
-                    let i = i as usize;
+                // Gathered straight into the kernel's lanes, each hash on
+                // the way.
+                let tf = &counts.tf;
+                let feature = |k: usize| {
+                    let i = batch[k] as usize;
                     let kind = kind_of(i);
-                    let weighing = match kind {
-                        Kind::Han => opts.han,
-                        Kind::Gram => opts.gram,
-                    };
+                    let weighing = &by_kind[kind as usize];
                     let entry = &fp.dense.entries[i];
                     let (s, p, known) = entry.info;
                     let factor = if known { 1.0 } else { weighing.unknown };
                     let mean = counted[kind as usize] * p;
-                    *f = weighing.to_weigh(s, factor, u64::from(counts.tf[i]), mean);
-                    *h = entry.hash;
-                }
-                fixed_weights6_as(simd, &to_weigh[..batch.len()], weights);
+                    hashes[k] = entry.hash;
+                    weighing.to_weigh(s, factor, u64::from(tf[i]), mean)
+                };
+                fixed_weights6_by(simd, batch.len(), feature, weights);
             } else {
                 for ((w, h), &i) in weights.iter_mut().zip(hashes.iter_mut()).zip(batch) {
                     *w = weigh(i, false);
