@@ -115,35 +115,20 @@ zcat -f -- "$CORPUS" | psql_db \
     -c "DROP TABLE throughput_raw" \
     -c "VACUUM ANALYZE throughput_docs"
 psql_db <<'SQL'
-CREATE OR REPLACE FUNCTION throughput_simhash_seconds() RETURNS double precision
+-- Seconds of `SELECT count(<expr>) FROM throughput_docs`, run once untimed
+-- first, so that the timed run is not the session's first (catalog caches,
+-- the TOAST table opened: about a millisecond).
+CREATE OR REPLACE FUNCTION throughput_seconds(expr text) RETURNS double precision
 LANGUAGE plpgsql
 SET max_parallel_workers_per_gather = 0
 AS $$
 DECLARE
+    query text := format('SELECT count(%s) FROM throughput_docs', expr);
     t0 timestamptz;
-    n bigint;
 BEGIN
-    -- Once untimed, so that the timed run is not the session's first
-    -- (catalog caches, the TOAST table opened: about a millisecond).
-    SELECT count(simhash(body)) INTO n FROM throughput_docs;
+    EXECUTE query;
     t0 := clock_timestamp();
-    SELECT count(simhash(body)) INTO n FROM throughput_docs;
-    RETURN extract(epoch FROM clock_timestamp() - t0);
-END
-$$;
--- The same scan, each text read whole (ascii() detoasts its argument) and
--- only its first character looked at.
-CREATE OR REPLACE FUNCTION throughput_read_seconds() RETURNS double precision
-LANGUAGE plpgsql
-SET max_parallel_workers_per_gather = 0
-AS $$
-DECLARE
-    t0 timestamptz;
-    n bigint;
-BEGIN
-    SELECT count(ascii(body)) INTO n FROM throughput_docs;
-    t0 := clock_timestamp();
-    SELECT count(ascii(body)) INTO n FROM throughput_docs;
+    EXECUTE query;
     RETURN extract(epoch FROM clock_timestamp() - t0);
 END
 $$;
@@ -188,8 +173,10 @@ for ((i = 1; i <= ROUNDS; i++)); do
     fp+=("$(value fingerprint_s <<<"$out")")
     fp2+=("$(value fingerprint_v2_s <<<"$out")")
     [ ${#stage_flag[@]} = 0 ] || stage_lines+=("$out")
-    sql+=("$(psql_db -c "SELECT throughput_simhash_seconds()")")
-    read+=("$(psql_db -c "SELECT throughput_read_seconds()")")
+    sql+=("$(psql_db -c "SELECT throughput_seconds('simhash(body)')")")
+    # The same scan, each text read whole (ascii() detoasts its argument)
+    # and only its first character looked at.
+    read+=("$(psql_db -c "SELECT throughput_seconds('ascii(body)')")")
     stages=$("$STAGES_BIN" --rounds 3 <"$CORPUS")
     scan+=("$(value hot_scan_s <<<"$stages")")
     distinct=$(value distinct_features <<<"$stages")

@@ -44,6 +44,7 @@ fn sums_avx2(small: &mut [i32x8; 8], hashes: &[u64], weights: &[i64]) {
 /// no more than fit before a spill) written lane by lane, for the compiler
 /// to turn into vector code as wide as the instructions it may use: lane
 /// `i` gains `w` when bit `i` of the hash is set.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 fn sums_lanes(small: &mut [i32x8; 8], hashes: &[u64], weights: &[i64]) {
     let mut sums: [i32; 64] = wide::bytemuck::cast(*small);

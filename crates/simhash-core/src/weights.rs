@@ -257,20 +257,24 @@ pub fn fixed_weights6_by(
     }
 }
 
-/// [`weigh_lanes`] over the batch, compiled for AVX-512.
+/// [`weigh_batch_lanes`] compiled for AVX-512.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,avx512f,avx512dq,avx512bw,avx512vl")]
-fn weights_avx512(n: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
-    for start in (0..n).step_by(LANES) {
-        let len = (n - start).min(LANES);
-        weigh_lanes(len, |k| feature(start + k), &mut out[start..start + len]);
-    }
+fn weights_avx512(n: usize, feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
+    weigh_batch_lanes(n, feature, out);
 }
 
-/// [`weigh_lanes`] over the batch, compiled for AVX2.
+/// [`weigh_batch_lanes`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn weights_avx2(n: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
+fn weights_avx2(n: usize, feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
+    weigh_batch_lanes(n, feature, out);
+}
+
+/// [`weigh_lanes`] over a batch of `n` features, [`LANES`] at a time.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+fn weigh_batch_lanes(n: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
     for start in (0..n).step_by(LANES) {
         let len = (n - start).min(LANES);
         weigh_lanes(len, |k| feature(start + k), &mut out[start..start + len]);
@@ -286,6 +290,7 @@ const LANES: usize = 16;
 /// lanes, with no branch but the one to the series for the lanes the
 /// shortcut does not certify. The same IEEE operations, in the same
 /// order, as `weigh_group`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 fn weigh_lanes(len: usize, mut feature: impl FnMut(usize) -> ToWeigh, out: &mut [i64]) {
     let steps: &[f64] = &EXP_STEPS;

@@ -419,7 +419,22 @@ struct Scan<'a, S> {
     piece: usize,
 }
 
-impl<S: Sink> Scan<'_, S> {
+impl<'a, S: Sink> Scan<'a, S> {
+    /// At the start of a text: no word open, an empty piece.
+    fn new(fold: &'a Fold, fast: &'a ScanTables, sink: S) -> Self {
+        Scan {
+            fold,
+            fast,
+            sink,
+            open: false,
+            a: '^',
+            b: '^',
+            sa: 0,
+            sb: 0,
+            piece: 0,
+        }
+    }
+
     #[inline(always)]
     fn trigram(&mut self, c: char, sc: u8) {
         if let Some(i) = gram_index(self.sa, self.sb, sc) {
@@ -758,17 +773,7 @@ pub(crate) fn scan<S: Sink>(
     mut go_on: impl FnMut() -> bool,
     work: &mut ScanWork,
 ) -> Result<S, Stop> {
-    let mut s = Scan {
-        fold,
-        fast: tables,
-        sink,
-        open: false,
-        a: '^',
-        b: '^',
-        sa: 0,
-        sb: 0,
-        piece: 0,
-    };
+    let mut s = Scan::new(fold, tables, sink);
     let n = bytes.len();
     let ScanWork { buffer, scratch } = work;
     // The start of the stretch that takes NFKC, if one is open.
@@ -979,17 +984,7 @@ mod tests {
         ];
         for (text, to, piece) in cases {
             let bytes = text.as_bytes();
-            let mut s = Scan {
-                fold: &fp.fold,
-                fast: &fp.fast,
-                sink: Record::default(),
-                open: false,
-                a: '^',
-                b: '^',
-                sa: 0,
-                sb: 0,
-                piece: 0,
-            };
+            let mut s = Scan::new(&fp.fold, &fp.fast, Record::default());
             let mut work = ScanWork::new();
             let mut steps = CHECK_EVERY;
             let u = '字' as u32;
