@@ -115,22 +115,21 @@ const WIDE: u8 = 0x80;
 /// The first code point of the class table.
 const CLASS_FROM: u32 = 0x2000;
 
-/// `folded[c - FROM]` for a unified ideograph `c` whose folded form is a
-/// Han character of the dense table: that character's index. Any other
-/// (a fold out of the table's range or to a character that is not Han)
-/// is [`GENERAL`].
+/// In [`ScanTables::run`], for a unified ideograph whose folded form is
+/// not a Han character of the dense table (a fold out of the table's range
+/// or to a character that is not Han), and for any character that leaves
+/// a run of ideographs.
 const GENERAL: u16 = u16::MAX;
 
-/// The scan's tables: each unified ideograph's folded form, and the
-/// class of each character of U+2000..U+FFFF.
+/// The scan's tables: the class of each character of U+2000..U+FFFF, and
+/// what a run of ideographs does with each.
 #[derive(Debug, Clone)]
 pub(crate) struct ScanTables {
-    folded: Vec<u16>,
     class: Vec<u8>,
     /// What a run of ideographs does with each character of
-    /// U+2000..U+FFFF: the dense index of an ideograph's folded form,
-    /// [`RUN_MARK`] for a character that only ends the piece, or
-    /// [`GENERAL`] to leave the run.
+    /// U+2000..U+FFFF: for a unified ideograph whose folded form is a Han
+    /// character of the dense table, that character's index; [`RUN_MARK`]
+    /// for a character that only ends the piece; [`GENERAL`] otherwise.
     run: Vec<u16>,
 }
 
@@ -140,30 +139,23 @@ const RUN_MARK: u16 = u16::MAX - 1;
 
 impl ScanTables {
     pub(crate) fn new(fold: &Fold) -> Self {
-        let folded: Vec<u16> = (FROM..TO)
-            .map(|u| {
-                let Some(c) = char::from_u32(u) else {
-                    return GENERAL;
-                };
-                let m = fold.char(c);
-                let mu = m as u32;
-                if is_han(m) && (FROM..TO).contains(&mu) {
-                    (mu - FROM) as u16
-                } else {
-                    GENERAL
-                }
-            })
-            .collect();
         let class: Vec<u8> = (CLASS_FROM..0x1_0000).map(class_of).collect();
         let run = (CLASS_FROM..0x1_0000)
             .map(|u| match class[(u - CLASS_FROM) as usize] {
-                IDEOGRAPH => folded[(u - FROM) as usize],
+                IDEOGRAPH => folded_index(fold, u),
                 MARK => RUN_MARK,
                 wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => RUN_MARK,
                 _ => GENERAL,
             })
             .collect();
-        ScanTables { folded, class, run }
+        ScanTables { class, run }
+    }
+
+    /// The dense index of what unified ideograph `u` folds to, or
+    /// [`GENERAL`].
+    #[inline(always)]
+    fn folded(&self, u: u32) -> u16 {
+        self.run[(u - CLASS_FROM) as usize]
     }
 
     /// What a run of ideographs does with the character at `bytes[i..]`
@@ -211,6 +203,21 @@ impl ScanTables {
             Some(&b) if b < 0x80 => true,
             Some(_) => self.class_at(bytes, i).0 != SLOW,
         }
+    }
+}
+
+/// The dense index of the Han character unified ideograph `u` folds to,
+/// or [`GENERAL`] when it folds to anything else.
+fn folded_index(fold: &Fold, u: u32) -> u16 {
+    let Some(c) = char::from_u32(u) else {
+        return GENERAL;
+    };
+    let m = fold.char(c);
+    let mu = m as u32;
+    if is_han(m) && (FROM..TO).contains(&mu) {
+        (mu - FROM) as u16
+    } else {
+        GENERAL
     }
 }
 
@@ -715,7 +722,7 @@ impl<'a, S: Sink> Scan<'a, S> {
     /// A unified ideograph `u`.
     #[inline(always)]
     fn ideograph(&mut self, u: u32) {
-        let i = self.fast.folded[(u - FROM) as usize];
+        let i = self.fast.folded(u);
         if i == GENERAL {
             let c = char::from_u32(u).expect("an ideograph");
             self.word(self.fold.char(c));
@@ -1078,8 +1085,9 @@ mod tests {
             // ends the piece, as one at a time takes them; nothing else.
             let expected = match class {
                 IDEOGRAPH => {
-                    let index = tables.folded[(u - FROM) as usize];
-                    (index != GENERAL).then_some(index)
+                    let m = shared().fold.char(c);
+                    let han = is_han(m) && (FROM..TO).contains(&(m as u32));
+                    han.then(|| (m as u32 - FROM) as u16)
                 }
                 MARK => Some(RUN_MARK),
                 wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => {
@@ -1169,7 +1177,7 @@ mod tests {
         for u in (0x3400..=0x4DBF).chain(0x4E00..=0x9FFF) {
             let c = char::from_u32(u).unwrap();
             let m = fp.fold.char(c);
-            let i = fp.fast.folded[(u - FROM) as usize];
+            let i = fp.fast.folded(u);
             if i == GENERAL {
                 assert!(!is_han(m) || !(FROM..TO).contains(&(m as u32)), "{c}");
             } else {
