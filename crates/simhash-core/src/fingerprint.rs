@@ -67,6 +67,8 @@ use crate::weights::{Power, SelfInfo, Weighing};
 
 mod dense;
 mod scan;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 /// Version 3's Han character table: `character self-information` lines.
 pub const HAN_WEIGHTS_TXT: &str = include_str!("../data/han_weights.txt");

@@ -345,7 +345,7 @@ pub(super) fn fingerprint_v3_to(
             bound,
             too_many: false,
         };
-        let counted = scan::scan(&fp.fold, &fp.fast, bytes, counting, &mut *go_on, work)?;
+        let counted = scan::scan(&fp.fold, &fp.fast, bytes, counting, &mut *go_on, work, simd)?;
         counts.touched = counted.touched;
         let (others, totals) = (counted.others, counted.totals);
         if counted.too_many {

@@ -49,6 +49,9 @@
 use unicode_normalization::UnicodeNormalization;
 
 use super::dense::{gram_index, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
+#[cfg(target_arch = "x86_64")]
+use super::wide;
+use crate::cpu::Simd;
 use crate::fold::Fold;
 use crate::text::{is_han, is_unified_ideograph, MAX_PIECE_CHARS};
 
@@ -119,35 +122,49 @@ const CLASS_FROM: u32 = 0x2000;
 /// not a Han character of the dense table (a fold out of the table's range
 /// or to a character that is not Han), and for any character that leaves
 /// a run of ideographs.
-const GENERAL: u16 = u16::MAX;
+pub(super) const GENERAL: u16 = u16::MAX;
+
+/// The length of [`ScanTables::run`]: every code point U+0000..U+FFFF, and
+/// one more entry, [`GENERAL`], so that reading two entries from any
+/// code point's stays within it.
+pub(super) const RUN_TABLE: usize = 0x1_0001;
 
 /// The scan's tables: the class of each character of U+2000..U+FFFF, and
 /// what a run of ideographs does with each.
 #[derive(Debug, Clone)]
 pub(crate) struct ScanTables {
     class: Vec<u8>,
-    /// What a run of ideographs does with each character of
-    /// U+2000..U+FFFF: for a unified ideograph whose folded form is a Han
-    /// character of the dense table, that character's index; [`RUN_MARK`]
-    /// for a character that only ends the piece; [`GENERAL`] otherwise.
-    run: Vec<u16>,
+    /// What a run of ideographs does with each code point below U+10000
+    /// (by code point): for a unified ideograph whose folded form is a
+    /// Han character of the dense table, that character's index;
+    /// [`RUN_MARK`] for a character of U+2000..U+FFFF that only ends the
+    /// piece; [`GENERAL`] otherwise, below U+2000 too.
+    run: Box<[u16; RUN_TABLE]>,
 }
 
 /// In [`ScanTables::run`]: a character that only ends the piece (a
 /// [`MARK`], or the full-width form of ASCII punctuation).
-const RUN_MARK: u16 = u16::MAX - 1;
+pub(super) const RUN_MARK: u16 = u16::MAX - 1;
 
 impl ScanTables {
     pub(crate) fn new(fold: &Fold) -> Self {
         let class: Vec<u8> = (CLASS_FROM..0x1_0000).map(class_of).collect();
-        let run = (CLASS_FROM..0x1_0000)
-            .map(|u| match class[(u - CLASS_FROM) as usize] {
-                IDEOGRAPH => folded_index(fold, u),
-                MARK => RUN_MARK,
-                wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => RUN_MARK,
-                _ => GENERAL,
+        let run = (0..RUN_TABLE as u32)
+            .map(|u| {
+                if !(CLASS_FROM..0x1_0000).contains(&u) {
+                    return GENERAL;
+                }
+                match class[(u - CLASS_FROM) as usize] {
+                    IDEOGRAPH => folded_index(fold, u),
+                    MARK => RUN_MARK,
+                    wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => RUN_MARK,
+                    _ => GENERAL,
+                }
             })
-            .collect();
+            .collect::<Vec<u16>>()
+            .into_boxed_slice()
+            .try_into()
+            .expect("RUN_TABLE entries");
         ScanTables { class, run }
     }
 
@@ -155,23 +172,24 @@ impl ScanTables {
     /// [`GENERAL`].
     #[inline(always)]
     fn folded(&self, u: u32) -> u16 {
-        self.run[(u - CLASS_FROM) as usize]
+        self.run[u as usize]
     }
 
     /// What a run of ideographs does with the character at `bytes[i..]`
     /// ([`Self::run`]), `None` to leave the run: at the end, for any
-    /// character but a well-formed one of three bytes, U+2000..U+FFFF,
-    /// and for those the table says [`GENERAL`] of.
+    /// character but one of three bytes, and for those the table says
+    /// [`GENERAL`] of (all below U+2000, so too long a form of a smaller
+    /// code point too, and the surrogates).
     #[inline(always)]
-    fn run_at(&self, bytes: &[u8], i: usize) -> Option<u16> {
+    pub(super) fn run_at(&self, bytes: &[u8], i: usize) -> Option<u16> {
         let [b0, b1, b2] = *bytes.get(i..i + 3)? else {
             return None;
         };
-        if !(0xE2..=0xEF).contains(&b0) || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80 {
+        if (b0 & 0xF0) != 0xE0 || (b1 & 0xC0) != 0x80 || (b2 & 0xC0) != 0x80 {
             return None;
         }
         let u = (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
-        let code = self.run[(u - CLASS_FROM) as usize];
+        let code = self.run[u as usize];
         (code != GENERAL).then_some(code)
     }
 
@@ -628,8 +646,12 @@ impl<'a, S: Sink> Scan<'a, S> {
     /// character it may skip NFKC only when the character after it is
     /// ASCII or one of the table's; when the run ends on a mark followed
     /// by some other character, the mark is given back to the caller.
+    ///
+    /// With `BLOCKS` (only ever in [`scan_avx512`]) the run goes sixteen
+    /// characters at a time where 64 bytes are left to read
+    /// ([`wide::ideographs16`]), one at a time near the end.
     #[inline(always)]
-    fn ideograph_run(
+    fn ideograph_run<const BLOCKS: bool>(
         &mut self,
         buffer: &mut Buffer,
         bytes: &[u8],
@@ -659,6 +681,32 @@ impl<'a, S: Sink> Scan<'a, S> {
             let batch = i;
             let end = i + 3 * RUN;
             while i < end {
+                #[cfg(target_arch = "x86_64")]
+                if BLOCKS && i + 48 <= end {
+                    if let (Some(chunk), Some(out)) =
+                        (bytes.get(i..i + 64), hans.get_mut(kept..kept + 16))
+                    {
+                        let chunk: &[u8; 64] = chunk.try_into().expect("64 bytes");
+                        let out: &mut [u32; 16] = out.try_into().expect("16 entries");
+                        // SAFETY: `BLOCKS` only in `scan_avx512`, called only
+                        // when `wide::available`.
+                        #[allow(unsafe_code)]
+                        let block = unsafe { wide::ideographs16(&self.fast.run, chunk, out) };
+                        kept += block.kept;
+                        if block.through_mark > 0 {
+                            after_mark = i + 3 * block.through_mark;
+                        }
+                        if block.taken < 16 {
+                            i += 3 * block.taken;
+                            break;
+                        }
+                        // Not `i += 3 * block.taken`: the next block's
+                        // load waits on the branch, which is predicted,
+                        // and not on this block's gather.
+                        i += 48;
+                        continue;
+                    }
+                }
                 let Some(code) = self.fast.run_at(bytes, i) else {
                     break;
                 };
@@ -772,7 +820,49 @@ impl<'a, S: Sink> Scan<'a, S> {
 /// other byte is in an NFKC stretch, which is checked before it is
 /// normalized. The text is the concatenation of the two, so it is UTF-8
 /// exactly when every stretch is ([`Stop::NotUtf8`] otherwise).
+///
+/// With `simd` AVX-512 on a processor that has it and VBMI
+/// ([`wide::available`]), runs of ideographs go sixteen characters at a
+/// time: the same features in the same order.
+// The call of a function compiled for instructions the processor was
+// found to have.
+#[allow(unsafe_code)]
 pub(crate) fn scan<S: Sink>(
+    fold: &Fold,
+    tables: &ScanTables,
+    bytes: &[u8],
+    sink: S,
+    go_on: impl FnMut() -> bool,
+    work: &mut ScanWork,
+    simd: Simd,
+) -> Result<S, Stop> {
+    #[cfg(target_arch = "x86_64")]
+    if wide::available(simd) {
+        // SAFETY: the processor has the instructions (`wide::available`).
+        return unsafe { scan_avx512(fold, tables, bytes, sink, go_on, work) };
+    }
+    let _ = simd;
+    scan_as::<S, false>(fold, tables, bytes, sink, go_on, work)
+}
+
+/// [`scan_as`] with runs of ideographs sixteen characters at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,popcnt,lzcnt,bmi1,bmi2")]
+fn scan_avx512<S: Sink>(
+    fold: &Fold,
+    tables: &ScanTables,
+    bytes: &[u8],
+    sink: S,
+    go_on: impl FnMut() -> bool,
+    work: &mut ScanWork,
+) -> Result<S, Stop> {
+    scan_as::<S, true>(fold, tables, bytes, sink, go_on, work)
+}
+
+/// [`scan`], runs of ideographs [`wide::ideographs16`] at a time with
+/// `BLOCKS`.
+#[inline(always)]
+fn scan_as<S: Sink, const BLOCKS: bool>(
     fold: &Fold,
     tables: &ScanTables,
     bytes: &[u8],
@@ -824,7 +914,7 @@ pub(crate) fn scan<S: Sink>(
                     if let Some(from) = slow_from.take() {
                         s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
-                    i = s.ideograph_run(buffer, bytes, i, u, &mut steps, &mut go_on)?;
+                    i = s.ideograph_run::<BLOCKS>(buffer, bytes, i, u, &mut steps, &mut go_on)?;
                     continue;
                 }
                 // A mark ends the piece, as a space does.
@@ -879,17 +969,101 @@ mod tests {
         }
     }
 
-    /// The scan of `bytes` with the shared tables, into a [`Record`].
+    /// The scan of `bytes` with the shared tables, into a [`Record`], at
+    /// each level of vector instructions the processor has (runs of
+    /// ideographs a block at a time with AVX-512 and VBMI), which must
+    /// all agree: the baseline's. `go_on` is asked at the baseline's scan
+    /// only.
     fn scan_bytes(bytes: &[u8], go_on: impl FnMut() -> bool) -> Result<Record, Stop> {
         let fp = shared();
-        scan(
-            &fp.fold,
-            &fp.fast,
-            bytes,
-            Record::default(),
-            go_on,
-            &mut ScanWork::new(),
-        )
+        let at = |simd: Simd, go_on: &mut dyn FnMut() -> bool| {
+            scan(
+                &fp.fold,
+                &fp.fast,
+                bytes,
+                Record::default(),
+                go_on,
+                &mut ScanWork::new(),
+                simd,
+            )
+        };
+        let mut go_on = go_on;
+        let baseline = at(Simd::Baseline, &mut go_on);
+        for simd in Simd::ALL.into_iter().filter(|s| s.available()) {
+            let mut asked = 0;
+            let other = at(simd, &mut || {
+                asked += 1;
+                baseline.is_ok() || asked == 1
+            });
+            match (&baseline, &other) {
+                (Ok(a), Ok(b)) => assert_eq!(a.0, b.0, "{simd:?}: {bytes:x?}"),
+                (Err(_), _) => {}
+                (Ok(_), Err(e)) => panic!("{simd:?}: {e:?} for {bytes:x?}"),
+            }
+            if let (Err(Stop::NotUtf8), e) = (&baseline, &other) {
+                assert_eq!(
+                    e.as_ref().err(),
+                    Some(&Stop::NotUtf8),
+                    "{simd:?}: {bytes:x?}"
+                );
+            }
+        }
+        baseline
+    }
+
+    #[test]
+    fn blocks_of_ideographs_take_what_one_at_a_time_takes() {
+        // Runs of every length around the block of sixteen, the batch of
+        // RUN and the piece length, with marks (which end the piece: a
+        // word after a long run is cut where the piece reaches its
+        // length), folds, characters that leave the run and bytes that
+        // are not UTF-8 at every place in them.
+        let others: Vec<&[u8]> = vec![
+            "國".as_bytes(),
+            "。".as_bytes(),
+            "１".as_bytes(),
+            "Ａ".as_bytes(),
+            "\u{F900}".as_bytes(),
+            "\u{301}".as_bytes(),
+            "㐀".as_bytes(),
+            "鿿".as_bytes(),
+            "é".as_bytes(),
+            " ".as_bytes(),
+            b"\xE4\xB8",
+            b"\xE0\xA0\x80",
+            b"\xED\xA0\x80",
+            b"\xE4\xB8\xC0",
+            b"\xE4A\xAD",
+        ];
+        let mut state = 0xB10C_u64;
+        for round in 0..6_000 {
+            let len = (splitmix(&mut state) % 1400) as usize;
+            // Per thousand pieces: marks, words of letters, anything else.
+            let [marks, words, other] = [40, 20, 10].map(|most| {
+                let r = splitmix(&mut state) % 4;
+                [0, 1, most / 4, most][r as usize]
+            });
+            let mut bytes = Vec::new();
+            for _ in 0..len {
+                let r = splitmix(&mut state);
+                let draw = r % 1000;
+                let piece: &[u8] = if draw < marks {
+                    "，".as_bytes()
+                } else if draw < marks + words {
+                    [&b"ab"[..], b"xyz", b"q"][((r >> 12) % 3) as usize]
+                } else if draw < marks + words + other {
+                    others[((r >> 12) % others.len() as u64) as usize]
+                } else {
+                    "字".as_bytes()
+                };
+                bytes.extend_from_slice(piece);
+            }
+            let scanned = scan_bytes(&bytes, || true);
+            match std::str::from_utf8(&bytes) {
+                Ok(text) => assert_eq!(scanned.unwrap().0, walked(text), "round {round}"),
+                Err(_) => assert_eq!(scanned.err(), Some(Stop::NotUtf8), "round {round}"),
+            }
+        }
     }
 
     fn scanned(text: &str) -> Vec<(Kind, String)> {
@@ -996,7 +1170,7 @@ mod tests {
             let mut steps = CHECK_EVERY;
             let u = '字' as u32;
             let left = s
-                .ideograph_run(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
+                .ideograph_run::<false>(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
                 .unwrap();
             assert_eq!((left, s.piece), (to, piece), "{text:?}");
         }
