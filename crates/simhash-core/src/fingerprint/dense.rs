@@ -27,7 +27,7 @@ use super::{Fingerprinter, Kind, V3Options};
 use crate::accumulate::Accumulator;
 use crate::cpu::Simd;
 use crate::idf::PassThrough;
-use crate::weights::{fixed_weights6_by, SelfInfo, FAST_CAP, WEIGH_BATCH};
+use crate::weights::{fixed_weights6_by, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
 
 pub(super) const FROM: u32 = 0x3400;
 pub(super) const TO: u32 = 0xA000;
@@ -114,10 +114,42 @@ struct Entry {
     info: (f64, f64, bool),
 }
 
+/// What the weights of [`V3Options::DEFINITION`] need of a feature of
+/// the table, worked out once: its hash, the weighing's scale times its
+/// self-information as [`Weighing::to_weigh`](crate::weights::Weighing::to_weigh)
+/// multiplies them, the factor of a feature the weights' table does not
+/// list, and its probability. Four doubles in one half of a cache line:
+/// the batch of weights gathers them for each distinct feature of a text.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(C, align(32))]
+struct Prepared {
+    hash: u64,
+    scale: f64,
+    factor: f64,
+    p: f64,
+}
+
+/// `min(tf, 6)` as a double, for each count the table holds.
+const CAPPED6: [f64; 256] = {
+    let mut capped = [0.0; 256];
+    let mut tf = 0;
+    while tf < 256 {
+        capped[tf] = if tf < FAST_CAP as usize {
+            tf as f64
+        } else {
+            FAST_CAP as f64
+        };
+        tf += 1;
+    }
+    capped
+};
+
 /// The table, and each hash's place in it.
 #[derive(Debug, Clone)]
 pub(crate) struct DenseHan {
     entries: Vec<Entry>,
+    /// Each entry under [`V3Options::DEFINITION`].
+    prepared: Vec<Prepared>,
     by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>>,
     /// Whether every feature of the table has a hash of its own (all do):
     /// otherwise two of them would be one feature, and every text takes
@@ -142,11 +174,34 @@ impl DenseHan {
         for (i, e) in entries.iter().enumerate() {
             by_hash.insert(e.hash, i as u32);
         }
+        let prepared = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| prepare(&V3Options::DEFINITION, i, e))
+            .collect();
         DenseHan {
             all_alone: by_hash.len() == entries.len(),
             entries,
+            prepared,
             by_hash,
         }
+    }
+}
+
+/// Entry `i`, `e`, under `opts`: the same operations as the weighing's
+/// [`Weighing::to_weigh`](crate::weights::Weighing::to_weigh) of it.
+fn prepare(opts: &V3Options, i: usize, e: &Entry) -> Prepared {
+    let weighing = match kind_of(i) {
+        Kind::Han => opts.han,
+        Kind::Gram => opts.gram,
+    };
+    let (s, p, known) = e.info;
+    let factor = if known { 1.0 } else { weighing.unknown };
+    Prepared {
+        hash: e.hash,
+        scale: weighing.to_weigh(s, factor, 0, 0.0).scale,
+        factor,
+        p,
     }
 }
 
@@ -380,15 +435,32 @@ pub(super) fn fingerprint_v3_to(
         // multiplies it (exact: far below 2^53), once per text.
         let counted = totals.map(|n| n as f64);
         let batched = opts.chance && opts.han.cap == FAST_CAP && opts.gram.cap == FAST_CAP;
+        let prepared = (opts == &V3Options::DEFINITION).then_some(&fp.dense.prepared[..]);
         let by_kind = [opts.han, opts.gram];
         let Weighed { weights, hashes } = weighed;
         let mut acc = Accumulator::new();
         let mut positive = false;
         let mut weighed = 0u64;
         for batch in touched.chunks(WEIGH_BATCH) {
-            if batched {
+            if let (true, Some(prepared)) = (batched, prepared) {
                 // Gathered straight into the kernel's lanes, each hash on
-                // the way.
+                // the way, from what the definition's weighing worked out
+                // once for each entry.
+                let tf = &counts.tf;
+                let feature = |k: usize| {
+                    let i = batch[k] as usize;
+                    let e = &prepared[i];
+                    hashes[k] = e.hash;
+                    ToWeigh {
+                        scale: e.scale,
+                        capped: CAPPED6[usize::from(tf[i])],
+                        factor: e.factor,
+                        mean: counted[usize::from(i >= HAN)] * e.p,
+                    }
+                };
+                fixed_weights6_by(simd, batch.len(), feature, weights);
+            } else if batched {
+                // The same, from each entry's table values.
                 let tf = &counts.tf;
                 let feature = |k: usize| {
                     let i = batch[k] as usize;
@@ -577,6 +649,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(after, Some(general(fp, "天地")));
+    }
+
+    #[test]
+    fn what_is_prepared_is_what_the_weighing_gives() {
+        let fp = super::super::tests::shared();
+        let opts = &V3Options::DEFINITION;
+        assert_eq!(fp.dense.prepared.len(), SIZE);
+        for (i, (e, p)) in fp.dense.entries.iter().zip(&fp.dense.prepared).enumerate() {
+            let weighing = [opts.han, opts.gram][kind_of(i) as usize];
+            let (s, prob, known) = e.info;
+            let factor = if known { 1.0 } else { weighing.unknown };
+            for tf in [1u8, 2, 6, 7, 255] {
+                let mean = 3.0 * prob;
+                let expected = weighing.to_weigh(s, factor, u64::from(tf), mean);
+                let (capped, mean_here) = (CAPPED6[usize::from(tf)], 3.0 * p.p);
+                assert_eq!(
+                    (p.hash, p.scale, p.factor, capped, mean_here),
+                    (
+                        e.hash,
+                        expected.scale,
+                        expected.factor,
+                        expected.capped,
+                        expected.mean
+                    ),
+                    "entry {i}, tf {tf}"
+                );
+            }
+        }
+        // Both kinds, and features the weights' tables do and do not list.
+        let unknown = fp.dense.entries.iter().filter(|e| !e.info.2).count();
+        assert!(unknown > 0 && unknown < SIZE, "{unknown}");
     }
 
     #[test]
