@@ -23,16 +23,15 @@ use crate::cpu::Simd;
 
 /// Whether [`ideographs16`] may run: AVX-512 was asked for, and the
 /// processor has it and VBMI's byte permutes (Intel since Ice Lake, AMD
-/// since Zen 4).
+/// since Zen 4), and the bit instructions that come with them; found once
+/// per process.
 pub(super) fn available(simd: Simd) -> bool {
-    use std::arch::is_x86_feature_detected as has;
-    simd == Simd::Avx512
-        && simd.available()
-        && has!("avx512vbmi")
-        && has!("popcnt")
-        && has!("lzcnt")
-        && has!("bmi1")
-        && has!("bmi2")
+    static MORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let more = || {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512vbmi") && has!("popcnt") && has!("lzcnt") && has!("bmi1") && has!("bmi2")
+    };
+    simd == Simd::Avx512 && simd.available() && *MORE.get_or_init(more)
 }
 
 /// What [`ideographs16`] made of its sixteen characters.
