@@ -2,10 +2,13 @@
 //! (SSE2, through `wide`) everywhere, and on a processor that has them,
 //! AVX2 or AVX-512 versions of the same kernels, chosen once at run time.
 //!
-//! A kernel's wider versions are the same safe Rust source compiled with
-//! more instructions allowed (`#[target_feature]`): the same IEEE
-//! operations in the same order on each lane, so the same bits. The tests
-//! run every level the processor has against the baseline.
+//! The weights' and the counters' wider versions are the same safe Rust
+//! source compiled with more instructions allowed (`#[target_feature]`):
+//! the same IEEE operations in the same order on each lane, so the same
+//! bits. One kernel is written with the intrinsics themselves, as no
+//! compiler finds it: runs of ideographs sixteen at a time
+//! (`fingerprint/wide.rs`, AVX-512 with VBMI). The tests run every level
+//! the processor has against the baseline.
 
 use std::sync::OnceLock;
 
