@@ -972,8 +972,8 @@ mod tests {
     /// The scan of `bytes` with the shared tables, into a [`Record`], at
     /// each level of vector instructions the processor has (runs of
     /// ideographs a block at a time with AVX-512 and VBMI), which must
-    /// all agree: the baseline's. `go_on` is asked at the baseline's scan
-    /// only.
+    /// all agree: the baseline's, with `go_on` called as often. `go_on`
+    /// is asked at the baseline's scan only.
     fn scan_bytes(bytes: &[u8], go_on: impl FnMut() -> bool) -> Result<Record, Stop> {
         let fp = shared();
         let at = |simd: Simd, go_on: &mut dyn FnMut() -> bool| {
@@ -988,13 +988,22 @@ mod tests {
             )
         };
         let mut go_on = go_on;
-        let baseline = at(Simd::Baseline, &mut go_on);
+        let mut asked_baseline = 0;
+        let baseline = at(Simd::Baseline, &mut || {
+            asked_baseline += 1;
+            go_on()
+        });
         for simd in Simd::ALL.into_iter().filter(|s| s.available()) {
             let mut asked = 0;
             let other = at(simd, &mut || {
                 asked += 1;
                 baseline.is_ok() || asked == 1
             });
+            // `go_on` as often at every level (a scan that goes on asks
+            // it at the same places).
+            if baseline.is_ok() {
+                assert_eq!(asked, asked_baseline, "{simd:?}: calls of go_on");
+            }
             match (&baseline, &other) {
                 (Ok(a), Ok(b)) => assert_eq!(a.0, b.0, "{simd:?}: {bytes:x?}"),
                 (Err(_), _) => {}
