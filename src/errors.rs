@@ -294,3 +294,14 @@ pub fn column_not_simhash64(column: &str, relation: &str) -> ! {
         None,
     )
 }
+
+/// XX001: a text stored compressed with pglz whose compressed bytes do not
+/// decode (damaged on disk); PostgreSQL's own decoder says the same.
+pub fn pglz_corrupt() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+        "compressed pglz data is corrupt".into(),
+        None,
+        None,
+    )
+}

@@ -6,6 +6,7 @@ use pgrx::prelude::*;
 mod clusters;
 mod compat;
 mod deferred;
+mod detoast;
 mod errors;
 mod functions;
 mod guard;

@@ -88,6 +88,80 @@ mod tests {
         assert!(row.0.is_some_and(|d| (0..=64).contains(&d)));
     }
 
+    /// A varlena compressed with pglz, as PostgreSQL stores one inline:
+    /// the header of a compressed value, then the stream of the core's
+    /// compressor.
+    fn pglz_varlena(stream: &[u8], raw: usize) -> pg_sys::Datum {
+        let size = 8 + stream.len();
+        // SAFETY: a fresh allocation of `size` bytes, written in full.
+        unsafe {
+            let p = pg_sys::palloc(size).cast::<u8>();
+            // SET_VARSIZE_4B_C (little-endian): the length shifted up two
+            // bits, tag 0b10; then va_tcinfo, method 0 (pglz).
+            p.cast::<u32>().write(((size as u32) << 2) | 0b10);
+            p.cast::<u32>().add(1).write(raw as u32);
+            std::ptr::copy_nonoverlapping(stream.as_ptr(), p.add(8), stream.len());
+            pg_sys::Datum::from(p)
+        }
+    }
+
+    fn pglz_samples() -> Vec<Vec<u8>> {
+        let mut state = 5u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let alphabet: Vec<char> = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能，。"
+            .chars()
+            .collect();
+        let mut out = vec![b"a".to_vec(), vec![b'z'; 10_000]];
+        for round in 0..60 {
+            let len = next() % 6000 + 1;
+            let mut s = String::new();
+            while s.len() < len {
+                if round % 3 == 0 {
+                    s.push_str(&format!("word{} ", next() % 30));
+                } else {
+                    s.push(alphabet[next() % alphabet.len()]);
+                }
+            }
+            out.push(s.into_bytes());
+        }
+        out
+    }
+
+    #[pg_test]
+    fn pglz_is_decoded_as_postgresql_decodes_it() {
+        for data in pglz_samples() {
+            for longest in [3, 18, 273] {
+                let stream = simhash_core::pglz::compress(&data, longest);
+                let datum = pglz_varlena(&stream, data.len());
+                // SAFETY: a valid compressed varlena of this call.
+                let ours = unsafe { crate::detoast::text_bytes(datum) }.to_vec();
+                let theirs = unsafe {
+                    pgrx::varlena::varlena_to_byte_slice(pg_sys::pg_detoast_datum_packed(
+                        datum.cast_mut_ptr(),
+                    ))
+                }
+                .to_vec();
+                assert_eq!(theirs, data, "PostgreSQL decodes the core's stream");
+                assert_eq!(ours, data, "and so does the core");
+            }
+        }
+    }
+
+    #[pg_test(error = "compressed pglz data is corrupt")]
+    fn a_damaged_pglz_value_is_reported_as_postgresql_reports_it() {
+        let data = "北京北京北京北京北京北京北京北京".repeat(40).into_bytes();
+        let mut stream = simhash_core::pglz::compress(&data, 273);
+        // Its last byte lost: the output cannot be complete.
+        stream.truncate(stream.len() - 1);
+        // SAFETY: a compressed varlena of this call (damaged on purpose).
+        unsafe { crate::detoast::text_bytes(pglz_varlena(&stream, data.len())) };
+    }
+
     #[cfg(feature = "pg18")]
     #[pg_test]
     fn postgresql_18_lists_the_module_by_name_and_version() {

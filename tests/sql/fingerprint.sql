@@ -125,6 +125,33 @@ SELECT (SELECT count(*) FROM simhash_features_v2(NULL)) AS v2_null_rows,
        (SELECT count(*) FROM simhash_features_v2('')) AS v2_empty_rows,
        (SELECT count(*) FROM simhash_features('！？')) AS v3_featureless_rows;
 
+-- Texts as PostgreSQL stores them: compressed inline, compressed in the
+-- TOAST table, with pglz (which simhash decodes itself), and not
+-- compressed. Each fingerprint is the one of the same text decompressed by
+-- PostgreSQL (body || '' is a fresh, plain copy). (lz4, which not every
+-- server is built with, goes through PostgreSQL's own decoder.)
+CREATE TABLE stored_texts (how text, body text COMPRESSION pglz);
+-- Repetitive: compressed to a few bytes, inline.
+INSERT INTO stored_texts SELECT 'pglz inline', repeat('中华人民共和国成立于1949年，首都是北京。', n)
+FROM generate_series(60, 400, 17) n;
+-- Characters drawn from 47: compressed by about a third, too long to
+-- stay in the row.
+INSERT INTO stored_texts
+SELECT 'pglz toast', string_agg(substr('的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能，。',
+                                   get_byte(decode(md5(n::text || ':' || i::text), 'hex'), 0) % 47 + 1, 1), '')
+FROM generate_series(1, 12) n, generate_series(1, 800 * n) i GROUP BY n;
+ALTER TABLE stored_texts ALTER body SET STORAGE EXTERNAL;
+INSERT INTO stored_texts SELECT 'plain', body || '' FROM stored_texts WHERE how LIKE 'pglz%';
+SELECT how, pg_column_compression(body) AS compression,
+       count(*) FILTER (WHERE pg_column_size(body) < octet_length(body)) AS smaller,
+       count(*) FILTER (WHERE pg_column_size(body) > 2100) AS beyond_the_row,
+       count(*) FILTER (WHERE simhash(body) = simhash(body || '')
+                          AND simhash_v2(body) = simhash_v2(body || '')
+                          AND simhash_v1(body) = simhash_v1(body || '')) AS same_fingerprint,
+       count(*)
+FROM stored_texts GROUP BY 1, 2 ORDER BY 1, 2;
+DROP TABLE stored_texts;
+
 -- A database that is not UTF-8 gets a clear error, not wrong bits.
 \set regress_db :DBNAME
 CREATE DATABASE simhash_regress_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0;

@@ -31,6 +31,7 @@ pub mod hex;
 pub mod idf;
 pub mod layout;
 mod part;
+pub mod pglz;
 pub mod probe;
 pub mod scatter;
 pub mod text;
