@@ -54,6 +54,10 @@ pub unsafe fn text_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
             if simhash_core::pglz::decompress(src, dst).is_err() {
                 errors::pglz_corrupt();
             }
+            if value != datum.cast_mut_ptr::<pg_sys::varlena>() {
+                // The compressed copy fetched above, as PostgreSQL frees it.
+                pg_sys::pfree(value.cast());
+            }
             return dst;
         }
     }

@@ -74,20 +74,23 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), Corrupt> {
             if off == 0 || off > dp {
                 return Err(Corrupt);
             }
-            if dp + len + 16 > dst.len() {
+            if dp + len + 32 > dst.len() {
                 // Near the end of the output, where PostgreSQL cuts a
                 // match short: byte by byte.
                 let len = len.min(dst.len() - dp);
                 copy_match(dst, dp, off, len);
                 dp += len;
             } else if off >= 16 {
-                // Sixteen bytes at a time, from bytes already written; the
-                // last copy's extra bytes are written over by what follows.
-                let mut k = 0;
+                // Sixteen bytes at a time, from bytes already written
+                // (each copy reads below where it writes); the last copy's
+                // extra bytes are written over by what follows. Two copies
+                // whatever the length (most matches are of 3 to 17 bytes),
+                // then the rest of a longer one.
+                copy16(dst, dp - off, dp);
+                copy16(dst, dp - off + 16, dp + 16);
+                let mut k = 32;
                 while k < len {
-                    let from = dp - off + k;
-                    let chunk: [u8; 16] = dst[from..from + 16].try_into().expect("sixteen bytes");
-                    dst[dp + k..dp + k + 16].copy_from_slice(&chunk);
+                    copy16(dst, dp - off + k, dp + k);
                     k += 16;
                 }
                 dp += len;
@@ -107,6 +110,13 @@ pub fn decompress(src: &[u8], dst: &mut [u8]) -> Result<(), Corrupt> {
         }
     }
     finish(src, dst, sp, dp, 0, 0)
+}
+
+/// Sixteen bytes of `dst` from `from` to `to`.
+#[inline(always)]
+fn copy16(dst: &mut [u8], from: usize, to: usize) {
+    let chunk: [u8; 16] = dst[from..from + 16].try_into().expect("sixteen bytes");
+    dst[to..to + 16].copy_from_slice(&chunk);
 }
 
 /// A match of `len` bytes at `dp`, `off` back, overlapping or not: each
