@@ -23,7 +23,9 @@
 #                     PostgreSQL reading every text whole (out of its TOAST
 #                     table, decompressed) and looking at its first
 #                     character; what any function of the whole text pays
-#                     before it starts
+#                     before it starts (simhash() decodes pglz itself, faster:
+#                     bench/detoast.sh; for it the budget below is an upper
+#                     bound of what reading costs)
 #   rust hot scan     the first pass of the Rust fingerprint alone: the bytes
 #                     read and each feature counted, no weights and no
 #                     counters (`hot_scan` of the `fingerprint-stages`
