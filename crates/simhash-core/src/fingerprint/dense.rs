@@ -80,7 +80,7 @@ pub(super) fn symbol_char(s: u8) -> char {
 /// The feature at table index `i`, as text.
 pub(super) fn feature_text(i: usize) -> String {
     if i < HAN {
-        char::from_u32(FROM + i as u32)
+        char::from_u32(han_char(i))
             .expect("no surrogate in U+3400..U+9FFF")
             .to_string()
     } else {
@@ -97,6 +97,52 @@ pub(super) fn feature_text(i: usize) -> String {
 }
 
 /// The kind of the feature at table index `i`.
+/// The Han characters of the table in their order in it: the most
+/// frequent first (by their probability in the shipped table of version
+/// 3, the characters it does not list last, ties by code point), so that
+/// what a Chinese text touches of the per-entry tables (the counts, the
+/// prepared weighing) lies close together, in a few hundred kB at the
+/// front, rather than spread over the whole range of code points. The
+/// order changes no fingerprint: the index only says where a feature's
+/// count and weighing are kept.
+struct HanOrder {
+    /// Each character's index, by code point less [`FROM`].
+    index: Box<[u16]>,
+    /// Each index's character (its code point).
+    char_at: Box<[u32]>,
+}
+
+static HAN_ORDER: std::sync::LazyLock<HanOrder> = std::sync::LazyLock::new(|| {
+    let table = SelfInfo::parse(super::HAN_WEIGHTS_TXT, super::V3_HAN_UNKNOWN);
+    let mut buf = [0u8; 4];
+    let mut by_frequency: Vec<(f64, u32)> = (FROM..TO)
+        .map(|u| {
+            let c = char::from_u32(u).expect("no surrogate in U+3400..U+9FFF");
+            let (_, p, known) = table.get(xxh3_64(c.encode_utf8(&mut buf).as_bytes()));
+            (if known { p } else { -1.0 }, u)
+        })
+        .collect();
+    by_frequency.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut index = vec![0u16; HAN].into_boxed_slice();
+    let char_at: Box<[u32]> = by_frequency.iter().map(|&(_, u)| u).collect();
+    for (i, &u) in char_at.iter().enumerate() {
+        index[(u - FROM) as usize] = i as u16;
+    }
+    HanOrder { index, char_at }
+});
+
+/// The table's index of the Han character `u` (U+3400..U+9FFF).
+#[inline]
+pub(super) fn han_index(u: u32) -> u16 {
+    HAN_ORDER.index[(u - FROM) as usize]
+}
+
+/// The Han character (its code point) at index `i` of the table, below
+/// [`HAN_GRAMS`].
+pub(super) fn han_char(i: usize) -> u32 {
+    HAN_ORDER.char_at[i]
+}
+
 #[inline]
 fn kind_of(i: usize) -> Kind {
     if i < HAN {
@@ -691,11 +737,34 @@ mod tests {
     }
 
     #[test]
+    fn the_han_characters_go_most_frequent_first() {
+        let fp = super::super::tests::shared();
+        let mut seen = vec![false; HAN];
+        for u in FROM..TO {
+            let i = usize::from(han_index(u));
+            assert!(!seen[i], "two characters at {i}");
+            seen[i] = true;
+            assert_eq!(han_char(i), u);
+        }
+        for i in 1..HAN {
+            let (_, p0, known0) = fp.dense.entries[i - 1].info;
+            let (_, p1, known1) = fp.dense.entries[i].info;
+            assert!(
+                known0 || !known1,
+                "a listed character after one not listed, at {i}"
+            );
+            assert!(!(known0 && known1) || p0 >= p1, "rising at {i}");
+        }
+        // The commonest character of Chinese text is near the front.
+        assert!(han_index('的' as u32) < 100, "{}", han_index('的' as u32));
+    }
+
+    #[test]
     fn the_table_holds_what_the_walk_hands_on() {
         let fp = super::super::tests::shared();
         let mut buf = [0u8; 4];
         for c in ['㐀', '一', '的', '鿿'] {
-            let i = (c as u32 - FROM) as usize;
+            let i = usize::from(han_index(c as u32));
             assert_eq!(feature_text(i), c.to_string());
             let hash = xxh3_64(c.encode_utf8(&mut buf).as_bytes());
             assert_eq!(fp.dense.entries[i].hash, hash);

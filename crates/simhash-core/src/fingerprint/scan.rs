@@ -48,7 +48,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::dense::{gram_index, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
+use super::dense::{gram_index, han_index, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
 #[cfg(target_arch = "x86_64")]
 use super::wide;
 use crate::cpu::Simd;
@@ -233,7 +233,7 @@ fn folded_index(fold: &Fold, u: u32) -> u16 {
     let m = fold.char(c);
     let mu = m as u32;
     if is_han(m) && (FROM..TO).contains(&mu) {
-        (mu - FROM) as u16
+        han_index(mu)
     } else {
         GENERAL
     }
@@ -520,7 +520,7 @@ impl<'a, S: Sink> Scan<'a, S> {
             self.end_word();
             let u = m as u32;
             if (FROM..TO).contains(&u) {
-                self.sink.dense_han((u - FROM) as usize);
+                self.sink.dense_han(usize::from(han_index(u)));
             } else {
                 self.sink.han(m);
             }
@@ -944,7 +944,7 @@ fn scan_as<S: Sink, const BLOCKS: bool>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::dense::feature_text;
+    use super::super::dense::{feature_text, han_char};
     use super::super::{tests::shared, Kind, V3Feature};
     use super::*;
     use crate::testutil::splitmix;
@@ -1270,7 +1270,7 @@ mod tests {
                 IDEOGRAPH => {
                     let m = shared().fold.char(c);
                     let han = is_han(m) && (FROM..TO).contains(&(m as u32));
-                    han.then(|| (m as u32 - FROM) as u16)
+                    han.then(|| han_index(m as u32))
                 }
                 MARK => Some(RUN_MARK),
                 wide if wide & WIDE != 0 && !(wide & !WIDE).is_ascii_alphanumeric() => {
@@ -1364,7 +1364,7 @@ mod tests {
             if i == GENERAL {
                 assert!(!is_han(m) || !(FROM..TO).contains(&(m as u32)), "{c}");
             } else {
-                assert_eq!(u32::from(i) + FROM, m as u32, "{c}");
+                assert_eq!(han_char(usize::from(i)), m as u32, "{c}");
             }
         }
         // ASCII letters and digits are never folded.
