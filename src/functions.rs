@@ -123,10 +123,12 @@ pub fn forget_next() {
 
 /// The `text` argument of a strict function of one argument, its pglz
 /// decoded by the core ([`crate::detoast`]).
-fn text_arg<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [u8] {
-    // SAFETY: the function is strict with one text argument, so PostgreSQL
-    // passes one datum that is not null.
-    unsafe { crate::detoast::text_bytes((*fcinfo).args.as_slice(1)[0].value) }
+///
+/// # Safety
+/// `fcinfo` is the call's own, of a strict function of one `text`
+/// argument, so it holds one datum that is not null.
+unsafe fn text_arg<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [u8] {
+    crate::detoast::text_bytes((*fcinfo).args.as_slice(1)[0].value)
 }
 
 /// `simhash(text)` of extension 0.1, `simhash_v1(text)` from 0.2 on:
@@ -135,20 +137,23 @@ fn text_arg<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [u8] {
 /// is upgraded under it.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
-    fingerprint(Version::V1, text_arg(fcinfo))
+    // SAFETY: a strict function of one text argument, called by PostgreSQL.
+    fingerprint(Version::V1, unsafe { text_arg(fcinfo) })
 }
 
 /// `simhash(text)` of extension 0.2, `simhash_v2(text)` from 0.3 on:
 /// definition version 2.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_v2_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
-    fingerprint(Version::V2, text_arg(fcinfo))
+    // SAFETY: a strict function of one text argument, called by PostgreSQL.
+    fingerprint(Version::V2, unsafe { text_arg(fcinfo) })
 }
 
 /// `simhash(text)` from extension 0.3 on: definition version 3.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_v3_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
-    fingerprint(Version::V3, text_arg(fcinfo))
+    // SAFETY: a strict function of one text argument, called by PostgreSQL.
+    fingerprint(Version::V3, unsafe { text_arg(fcinfo) })
 }
 
 /// The rows of `simhash_features*`: at most

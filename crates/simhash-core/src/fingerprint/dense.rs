@@ -96,7 +96,6 @@ pub(super) fn feature_text(i: usize) -> String {
     }
 }
 
-/// The kind of the feature at table index `i`.
 /// The Han characters of the table in their order in it: the most
 /// frequent first (by their probability in the shipped table of version
 /// 3, the characters it does not list last, ties by code point), so that
@@ -143,6 +142,7 @@ pub(super) fn han_char(i: usize) -> u32 {
     HAN_ORDER.char_at[i]
 }
 
+/// The kind of the feature at table index `i`.
 #[inline]
 fn kind_of(i: usize) -> Kind {
     if i < HAN {
