@@ -69,6 +69,8 @@ mod dense;
 mod scan;
 #[cfg(target_arch = "x86_64")]
 mod wide;
+#[cfg(target_arch = "x86_64")]
+mod wide_weights;
 
 /// Version 3's Han character table: `character self-information` lines.
 pub const HAN_WEIGHTS_TXT: &str = include_str!("../data/han_weights.txt");

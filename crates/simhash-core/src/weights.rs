@@ -103,13 +103,13 @@ pub const FAST_CAP: u32 = 6;
 
 /// Where [`expected_capped6_fast`] stops: from this mean on, E[min(X, 6)]
 /// is within 3e-15 of 6.
-const FAST_MEAN_LIMIT: f64 = 50.0;
+pub(crate) const FAST_MEAN_LIMIT: f64 = 50.0;
 
 /// Steps per unit of the table of e^-x below.
-const FAST_STEPS: f64 = 64.0;
+pub(crate) const FAST_STEPS: f64 = 64.0;
 
 /// `exp_neg(j / 64)` for `j` in `0..50 * 64`: 3,200 values, 25 KB.
-static EXP_STEPS: LazyLock<Vec<f64>> = LazyLock::new(|| {
+pub(crate) static EXP_STEPS: LazyLock<Vec<f64>> = LazyLock::new(|| {
     (0..(FAST_MEAN_LIMIT * FAST_STEPS) as u32)
         .map(|j| exp_neg(f64::from(j) / FAST_STEPS))
         .collect()
@@ -121,7 +121,7 @@ pub fn prepare() {
 }
 
 /// The coefficients of e^x's series to the sixth power: 1 / i!.
-const EXP_SERIES: [f64; 7] = [
+pub(crate) const EXP_SERIES: [f64; 7] = [
     1.0,
     1.0,
     1.0 / 2.0,
@@ -195,7 +195,7 @@ pub struct ToWeigh {
 impl ToWeigh {
     /// `to_fixed` of the weight against `chance`.
     #[inline(always)]
-    fn fixed(&self, chance: f64) -> i64 {
+    pub(crate) fn fixed(&self, chance: f64) -> i64 {
         to_fixed(self.factor * (self.scale * (self.capped - chance)))
     }
 }
@@ -499,17 +499,17 @@ fn capped(tf: u64, cap: u32) -> f64 {
 }
 
 /// 2^52, from which on every double is a whole number.
-const TWO_52: f64 = (1u64 << 52) as f64;
+pub(crate) const TWO_52: f64 = (1u64 << 52) as f64;
 
 /// 1.5 * 2^52: a whole number below 2^51 in magnitude added to it is
 /// exact, and its bits are those of this plus the number.
-const ONE_AND_HALF_52: f64 = (3u64 << 51) as f64;
+pub(crate) const ONE_AND_HALF_52: f64 = (3u64 << 51) as f64;
 
 /// 2^16: what [`to_fixed`] multiplies by.
-const FIXED_ONE: f64 = (1u64 << crate::idf::WEIGHT_FRACTION_BITS) as f64;
+pub(crate) const FIXED_ONE: f64 = (1u64 << crate::idf::WEIGHT_FRACTION_BITS) as f64;
 
 /// Below this magnitude [`round_away`] is exact: 2^51.
-const ROUND_LIMIT: f64 = (1u64 << 51) as f64;
+pub(crate) const ROUND_LIMIT: f64 = (1u64 << 51) as f64;
 
 /// `y` rounded to the nearest whole number, halves away from zero, as
 /// [`to_fixed`] rounds, for `|y|` below [`ROUND_LIMIT`] (anything for any

@@ -168,11 +168,11 @@ struct Entry {
 /// the batch of weights gathers them for each distinct feature of a text.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[repr(C, align(32))]
-struct Prepared {
-    hash: u64,
-    scale: f64,
-    factor: f64,
-    p: f64,
+pub(super) struct Prepared {
+    pub(super) hash: u64,
+    pub(super) scale: f64,
+    pub(super) factor: f64,
+    pub(super) p: f64,
 }
 
 /// `min(tf, 6)` as a double, for each count the table holds.
@@ -385,6 +385,48 @@ pub(super) fn fingerprint_v3(
     fingerprint_v3_to(fp, opts, bytes, go_on, bound, Stage::All, fp.simd)
 }
 
+/// The weights and hashes of `batch` with AVX-512, eight features at a
+/// time from their prepared entries ([`super::wide_weights`]), when
+/// `simd` asks for it and the processor has it: whether it did.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn weigh_wide(
+    simd: Simd,
+    prepared: &[Prepared],
+    tf: &[u8],
+    batch: &[u32],
+    counted: [f64; 2],
+    hashes: &mut [u64; WEIGH_BATCH],
+    weights: &mut [i64; WEIGH_BATCH],
+) -> bool {
+    if simd != Simd::Avx512 || !simd.available() {
+        return false;
+    }
+    // SAFETY: the processor has the instructions of AVX-512 (`available`).
+    #[allow(unsafe_code)]
+    unsafe {
+        super::wide_weights::weigh_prepared(
+            prepared, tf, batch, counted, HAN_GRAMS, hashes, weights,
+        )
+    };
+    true
+}
+
+/// Without x86-64's AVX-512: never.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn weigh_wide(
+    _: Simd,
+    _: &[Prepared],
+    _: &[u8],
+    _: &[u32],
+    _: [f64; 2],
+    _: &mut [u64; WEIGH_BATCH],
+    _: &mut [i64; WEIGH_BATCH],
+) -> bool {
+    false
+}
+
 /// How far [`fingerprint_v3_to`] goes: the stage profile of
 /// `bench/src/bin/fingerprint_stages.rs` times each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -489,22 +531,26 @@ pub(super) fn fingerprint_v3_to(
         let mut weighed = 0u64;
         for batch in touched.chunks(WEIGH_BATCH) {
             if let (true, Some(prepared)) = (batched, prepared) {
-                // Gathered straight into the kernel's lanes, each hash on
-                // the way, from what the definition's weighing worked out
-                // once for each entry.
                 let tf = &counts.tf;
-                let feature = |k: usize| {
-                    let i = batch[k] as usize;
-                    let e = &prepared[i];
-                    hashes[k] = e.hash;
-                    ToWeigh {
-                        scale: e.scale,
-                        capped: CAPPED6[usize::from(tf[i])],
-                        factor: e.factor,
-                        mean: counted[usize::from(i >= HAN)] * e.p,
-                    }
-                };
-                fixed_weights6_by(simd, batch.len(), feature, weights);
+                if weigh_wide(simd, prepared, tf, batch, counted, hashes, weights) {
+                    // Done, eight features at a time.
+                } else {
+                    // Gathered straight into the kernel's lanes, each hash
+                    // on the way, from what the definition's weighing
+                    // worked out once for each entry.
+                    let feature = |k: usize| {
+                        let i = batch[k] as usize;
+                        let e = &prepared[i];
+                        hashes[k] = e.hash;
+                        ToWeigh {
+                            scale: e.scale,
+                            capped: CAPPED6[usize::from(tf[i])],
+                            factor: e.factor,
+                            mean: counted[usize::from(i >= HAN)] * e.p,
+                        }
+                    };
+                    fixed_weights6_by(simd, batch.len(), feature, weights);
+                }
             } else if batched {
                 // The same, from each entry's table values.
                 let tf = &counts.tf;
