@@ -201,6 +201,9 @@ pub(crate) struct DenseHan {
     /// otherwise two of them would be one feature, and every text takes
     /// the general path.
     all_alone: bool,
+    /// Whether every prepared entry is [`bounded`]: what the weights of
+    /// [`super::wide_weights`] need.
+    bounded: bool,
 }
 
 impl DenseHan {
@@ -220,18 +223,32 @@ impl DenseHan {
         for (i, e) in entries.iter().enumerate() {
             by_hash.insert(e.hash, i as u32);
         }
-        let prepared = entries
+        let prepared: Vec<Prepared> = entries
             .iter()
             .enumerate()
             .map(|(i, e)| prepare(&V3Options::DEFINITION, i, e))
             .collect();
         DenseHan {
+            bounded: prepared.iter().all(bounded),
             all_alone: by_hash.len() == entries.len(),
             entries,
             prepared,
             by_hash,
         }
     }
+}
+
+/// Whether the entry's scale and factor are not negative, neither above
+/// 2^30 nor their product: every entry of the shipped tables is (17.73
+/// at most). For such an entry a weight against a chance term in [-1e-12,
+/// 6] is below 2^30 * 6.01 * 2^16 < 2^49 in magnitude, so the checks the
+/// weighing makes of the scale, the factor and the weights' size always
+/// pass, and [`super::wide_weights`] leaves them out.
+pub(super) fn bounded(e: &Prepared) -> bool {
+    const MOST: f64 = (1u64 << 30) as f64;
+    (0.0..=MOST).contains(&e.scale)
+        && (0.0..=MOST).contains(&e.factor)
+        && e.scale * e.factor <= MOST
 }
 
 /// Entry `i`, `e`, under `opts`: the same operations as the weighing's
@@ -387,19 +404,21 @@ pub(super) fn fingerprint_v3(
 
 /// The weights and hashes of `batch` with AVX-512, eight features at a
 /// time from their prepared entries ([`super::wide_weights`]), when
-/// `simd` asks for it and the processor has it: whether it did.
+/// `simd` asks for it, the processor has it and every entry is
+/// [`bounded`]: whether it did.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn weigh_wide(
     simd: Simd,
     prepared: &[Prepared],
+    bounded: bool,
     tf: &[u8],
     batch: &[u32],
     counted: [f64; 2],
     hashes: &mut [u64; WEIGH_BATCH],
     weights: &mut [i64; WEIGH_BATCH],
 ) -> bool {
-    if simd != Simd::Avx512 || !simd.available() {
+    if simd != Simd::Avx512 || !simd.available() || !bounded {
         return false;
     }
     // SAFETY: the processor has the instructions of AVX-512 (`available`).
@@ -418,6 +437,7 @@ fn weigh_wide(
 fn weigh_wide(
     _: Simd,
     _: &[Prepared],
+    _: bool,
     _: &[u8],
     _: &[u32],
     _: [f64; 2],
@@ -532,7 +552,8 @@ pub(super) fn fingerprint_v3_to(
         for batch in touched.chunks(WEIGH_BATCH) {
             if let (true, Some(prepared)) = (batched, prepared) {
                 let tf = &counts.tf;
-                if weigh_wide(simd, prepared, tf, batch, counted, hashes, weights) {
+                let bounded = fp.dense.bounded;
+                if weigh_wide(simd, prepared, bounded, tf, batch, counted, hashes, weights) {
                     // Done, eight features at a time.
                 } else {
                     // Gathered straight into the kernel's lanes, each hash
@@ -668,6 +689,22 @@ mod tests {
             // The public entry point takes the table.
             assert_eq!(fp.fingerprint_as(super::super::Version::V3, &text), fast);
         }
+    }
+
+    #[test]
+    fn the_shipped_tables_are_bounded_for_the_wide_weights() {
+        assert!(super::super::tests::shared().dense.bounded);
+        let entry = |scale: f64, factor: f64| Prepared {
+            hash: 0,
+            scale,
+            factor,
+            p: 0.5,
+        };
+        assert!(bounded(&entry(17.73, 1.0)));
+        assert!(!bounded(&entry(-1.0, 1.0)));
+        assert!(!bounded(&entry(1.0, f64::NAN)));
+        assert!(!bounded(&entry(f64::INFINITY, 0.0)));
+        assert!(!bounded(&entry(65536.0, 65536.0)));
     }
 
     #[test]

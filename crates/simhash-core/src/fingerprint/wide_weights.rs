@@ -23,7 +23,7 @@ use std::arch::x86_64::*;
 use super::dense::Prepared;
 use crate::weights::{
     expected_capped, ToWeigh, CHANCE_ERROR, EXP_SERIES, EXP_STEPS, FAST_CAP, FAST_MEAN_LIMIT,
-    FAST_STEPS, FIXED_ONE, ONE_AND_HALF_52, ROUND_LIMIT, TWO_52, WEIGH_BATCH,
+    FAST_STEPS, FIXED_ONE, ONE_AND_HALF_52, TWO_52, WEIGH_BATCH,
 };
 
 /// Features a vector holds.
@@ -35,6 +35,10 @@ const LANES: usize = 8;
 /// [`crate::weights`] make of `ToWeigh { scale, capped: min(tf[i], 6),
 /// factor, mean: counted[kind] * p }`, the kind being 1 for an index from
 /// `first_gram` on. `tf` holds a count for each entry.
+///
+/// Every entry must be bounded as `dense::bounded` says (scale and factor
+/// not negative, neither above 2^30 nor their product), or the weights
+/// may differ from the other kernels'.
 ///
 /// # Panics
 /// If an index is not below `prepared.len()` and `tf.len()`.
@@ -81,11 +85,10 @@ pub(super) fn weigh_prepared(
         let mean = _mm512_mul_pd(per_kind, p);
 
         // The chance term: what `weigh_lanes` computes, lane for lane.
-        let served = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(mean, splat(0.0))
-            & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(mean, splat(FAST_MEAN_LIMIT));
-        let past = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(mean, splat(FAST_MEAN_LIMIT))
+        // `0 <= mean < 50` or `50 <= mean < inf`, as the lanes say it.
+        let fast = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(mean, splat(0.0))
             & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(mean, splat(f64::INFINITY));
-        let fast = served | past;
+        let served = fast & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(mean, splat(FAST_MEAN_LIMIT));
         let m = _mm512_maskz_mov_pd(served, mean);
         let v = _mm512_mul_pd(m, splat(FAST_STEPS));
         let nearest = _mm512_sub_pd(_mm512_add_pd(v, splat(TWO_52)), splat(TWO_52));
@@ -120,14 +123,10 @@ pub(super) fn weigh_prepared(
         let high = weight(_mm512_sub_pd(chance, splat(CHANCE_ERROR)));
         let low = weight(_mm512_add_pd(chance, splat(CHANCE_ERROR)));
         let high_r = round_away(high);
-        let within = |y: __m512d| _mm512_cmp_pd_mask::<_CMP_LT_OQ>(abs(y), splat(ROUND_LIMIT));
-        let certified = fast
-            & _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(high_r, round_away(low))
-            & within(high)
-            & within(low)
-            & _mm512_cmp_pd_mask::<_CMP_GE_OQ>(factor, splat(0.0))
-            & _mm512_cmp_pd_mask::<_CMP_GE_OQ>(scale, splat(0.0))
-            & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(scale, splat(f64::INFINITY));
+        // The lanes also check that the scale and factor are not negative
+        // and the scale finite, and that both weights are below 2^51 in
+        // magnitude: always so for a table the caller found bounded.
+        let certified = fast & _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(high_r, round_away(low));
         let fixed = _mm512_sub_epi64(
             _mm512_castpd_si512(_mm512_add_pd(high_r, splat(ONE_AND_HALF_52))),
             _mm512_set1_epi64(ONE_AND_HALF_52.to_bits() as i64),
@@ -282,8 +281,8 @@ mod tests {
             .map(|i| {
                 let r = next();
                 // Past the shortcut (a mean of 50 or more, infinite, not
-                // a number) and below it; a negative scale, which the
-                // shortcut does not certify: those lanes take the series.
+                // a number) and below it: the lanes it does not serve take
+                // the series.
                 let p = match r % 9 {
                     0 => 0.0,
                     1 => 1.0,
@@ -294,12 +293,13 @@ mod tests {
                 };
                 Prepared {
                     hash: next(),
-                    scale: [1.0, 17.73, (r >> 40) as f64 / 1e6, 5.5, -2.0][i % 5],
+                    scale: [1.0, 17.73, (r >> 40) as f64 / 1e6, 5.5, 0.0][i % 5],
                     factor: [1.0, 0.3][(r >> 3) as usize % 2],
                     p,
                 }
             })
             .collect();
+        assert!(prepared.iter().all(super::super::dense::bounded));
         let tf: Vec<u8> = (0..size).map(|_| (next() % 12) as u8).collect();
         for round in 0..3000 {
             let n = (next() % (WEIGH_BATCH as u64 + 1)) as usize;
