@@ -33,6 +33,28 @@ fn sums_avx512(small: &mut [i32x8; 8], hashes: &[u64], weights: &[i64]) {
     sums_lanes(small, hashes, weights);
 }
 
+/// [`small_and_total`] compiled for AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512dq,avx512bw,avx512vl")]
+fn small_and_total_avx512(weights: &[i64]) -> (bool, i64) {
+    small_and_total(weights)
+}
+
+/// Whether every weight is small (below [`SMALL`] in magnitude), and their
+/// sum: one pass with no early exit, which the compiler turns into vector
+/// code.
+#[inline(always)]
+fn small_and_total(weights: &[i64]) -> (bool, i64) {
+    let mut small = true;
+    let mut total = 0i64;
+    for &w in weights {
+        small &= (w > -SMALL) & (w < SMALL);
+        // Exact when all are small; otherwise not used.
+        total = total.wrapping_add(w);
+    }
+    (small, total)
+}
+
 /// [`sums_lanes`] compiled for AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
@@ -154,7 +176,12 @@ impl Accumulator {
     pub fn add_all_as(&mut self, simd: Simd, hashes: &[u64], weights: &[i64]) {
         assert_eq!(hashes.len(), weights.len());
         let n = hashes.len();
-        let small = weights.iter().all(|&w| w > -SMALL && w < SMALL);
+        let (small, total) = match simd {
+            // SAFETY: as below.
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 if simd.available() => unsafe { small_and_total_avx512(weights) },
+            _ => small_and_total(weights),
+        };
         if !small || n > SPILL_EVERY as usize {
             for (&h, &w) in hashes.iter().zip(weights) {
                 self.add(h, w);
@@ -182,7 +209,7 @@ impl Accumulator {
         if self.pending == SPILL_EVERY {
             self.spill();
         }
-        self.total += weights.iter().sum::<i64>();
+        self.total += total;
         self.features += n as u64;
     }
 
