@@ -276,6 +276,9 @@ fn prepare(opts: &V3Options, i: usize, e: &Entry) -> Prepared {
 struct Counts {
     tf: Vec<u8>,
     order: Vec<u32>,
+    /// The counts of the first `touched` of `order`, when the weights took
+    /// them out of `tf` ([`weigh_wide`]).
+    kept: Vec<u8>,
     touched: usize,
     /// The scan's work arrays and a batch of weights, made with the
     /// counts, once per thread.
@@ -291,7 +294,13 @@ struct Weighed {
 
 thread_local! {
     static COUNTS: RefCell<Counts> = const {
-        RefCell::new(Counts { tf: Vec::new(), order: Vec::new(), touched: 0, work: None })
+        RefCell::new(Counts {
+            tf: Vec::new(),
+            order: Vec::new(),
+            kept: Vec::new(),
+            touched: 0,
+            work: None,
+        })
     };
 }
 
@@ -405,14 +414,14 @@ pub(super) fn fingerprint_v3(
 /// The weights and hashes of `batch` with AVX-512, eight features at a
 /// time from their prepared entries ([`super::wide_weights`]), when
 /// `simd` asks for it, the processor has it and every entry is
-/// [`bounded`]: whether it did.
+/// [`bounded`]: whether it did. It moves each count out of `tf` into
+/// `kept` (by the feature's place in `batch`) as it reads it.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn weigh_wide(
     simd: Simd,
     prepared: &[Prepared],
-    bounded: bool,
-    tf: &[u8],
+    (tf, kept, bounded): (&mut [u8], &mut [u8], bool),
     batch: &[u32],
     counted: [f64; 2],
     hashes: &mut [u64; WEIGH_BATCH],
@@ -425,7 +434,7 @@ fn weigh_wide(
     #[allow(unsafe_code)]
     unsafe {
         super::wide_weights::weigh_prepared(
-            prepared, tf, batch, counted, HAN_GRAMS, hashes, weights,
+            prepared, tf, kept, batch, counted, HAN_GRAMS, hashes, weights,
         )
     };
     true
@@ -437,8 +446,7 @@ fn weigh_wide(
 fn weigh_wide(
     _: Simd,
     _: &[Prepared],
-    _: bool,
-    _: &[u8],
+    _: (&mut [u8], &mut [u8], bool),
     _: &[u32],
     _: [f64; 2],
     _: &mut [u64; WEIGH_BATCH],
@@ -483,6 +491,7 @@ pub(super) fn fingerprint_v3_to(
         if counts.tf.len() != SIZE {
             counts.tf = vec![0; SIZE];
             counts.order = vec![0; SIZE];
+            counts.kept = vec![0; SIZE];
             counts.touched = 0;
         }
         let (work, weighed) = &mut **counts.work.get_or_insert_with(|| {
@@ -533,9 +542,9 @@ pub(super) fn fingerprint_v3_to(
 
         // The table's features a batch at a time: their weights first,
         // then their adds, loops of independent work.
-        let weigh = |i: u32, regardless: bool| {
+        let weigh = |tf: &[u8], i: u32, regardless: bool| {
             let i = i as usize;
-            let tf = u64::from(counts.tf[i]);
+            let tf = u64::from(tf[i]);
             let info = fp.dense.entries[i].info;
             Fingerprinter::weigh_fixed_v3(opts, kind_of(i), info, tf, totals, regardless)
         };
@@ -549,13 +558,18 @@ pub(super) fn fingerprint_v3_to(
         let mut acc = Accumulator::new();
         let mut positive = false;
         let mut weighed = 0u64;
-        for batch in touched.chunks(WEIGH_BATCH) {
+        // Whether the weights moved the counts out of `tf` into `kept`.
+        let mut moved = false;
+        for (b, batch) in touched.chunks(WEIGH_BATCH).enumerate() {
             if let (true, Some(prepared)) = (batched, prepared) {
-                let tf = &counts.tf;
-                let bounded = fp.dense.bounded;
-                if weigh_wide(simd, prepared, bounded, tf, batch, counted, hashes, weights) {
+                let tf = &mut counts.tf[..];
+                let kept = &mut counts.kept[b * WEIGH_BATCH..b * WEIGH_BATCH + batch.len()];
+                let wide = (tf, kept, fp.dense.bounded);
+                if weigh_wide(simd, prepared, wide, batch, counted, hashes, weights) {
                     // Done, eight features at a time.
+                    moved = true;
                 } else {
+                    let tf = &counts.tf;
                     // Gathered straight into the kernel's lanes, each hash
                     // on the way, from what the definition's weighing
                     // worked out once for each entry.
@@ -589,7 +603,7 @@ pub(super) fn fingerprint_v3_to(
                 fixed_weights6_by(simd, batch.len(), feature, weights);
             } else {
                 for ((w, h), &i) in weights.iter_mut().zip(hashes.iter_mut()).zip(batch) {
-                    *w = weigh(i, false);
+                    *w = weigh(&counts.tf, i, false);
                     *h = fp.dense.entries[i as usize].hash;
                 }
             }
@@ -603,6 +617,18 @@ pub(super) fn fingerprint_v3_to(
             acc.add_all_as(simd, &hashes[..batch.len()], weights);
             positive |= weights.iter().any(|&w| w > 0);
         }
+        if moved {
+            // Every count was moved (all batches go the same way): none to
+            // clear. They are put back for the weights regardless of
+            // chance, and cleared by the next text as usual.
+            if stage == Stage::All && !positive {
+                for (&i, &tf) in touched.iter().zip(&counts.kept) {
+                    counts.tf[i as usize] = tf;
+                }
+            } else {
+                counts.touched = 0;
+            }
+        }
         if stage == Stage::Weigh {
             return Ok(Some(Some(weighed)));
         }
@@ -612,7 +638,10 @@ pub(super) fn fingerprint_v3_to(
         let mut fallback = Accumulator::new();
         if !positive {
             for &i in touched {
-                fallback.add(fp.dense.entries[i as usize].hash, weigh(i, true));
+                fallback.add(
+                    fp.dense.entries[i as usize].hash,
+                    weigh(&counts.tf, i, true),
+                );
             }
         }
         if !others.is_empty() {
@@ -688,6 +717,46 @@ mod tests {
             assert_eq!(fast, general(fp, &text), "round {round}: {text:?}");
             // The public entry point takes the table.
             assert_eq!(fp.fingerprint_as(super::super::Version::V3, &text), fast);
+        }
+    }
+
+    #[test]
+    fn texts_weighed_regardless_of_chance_leave_the_counts_clear() {
+        // The weights may move the counts out of the table as they read
+        // them, and put them back for a text with nothing above chance:
+        // at every level, such texts and others in turn on one thread
+        // each give the bits of the hash map, and so does the stage
+        // profile between them.
+        let fp = super::super::tests::shared();
+        let nothing_above = "北京天气晴朗".repeat(200_000);
+        let texts = [
+            nothing_above.as_str(),
+            "天地玄黄，宇宙洪荒。日月盈昃，辰宿列张。",
+            nothing_above.as_str(),
+            "北京天气晴朗 the weather in Beijing",
+        ];
+        for simd in Simd::ALL.into_iter().filter(|s| s.available()) {
+            for round in 0..2 {
+                for (k, text) in texts.iter().enumerate() {
+                    let at = |stage: Stage| {
+                        fingerprint_v3_to(
+                            fp,
+                            &V3Options::DEFINITION,
+                            text.as_bytes(),
+                            &mut || true,
+                            usize::MAX,
+                            stage,
+                            simd,
+                        )
+                        .unwrap()
+                        .expect("no collision in these texts")
+                    };
+                    if round == 1 {
+                        at(Stage::Weigh);
+                    }
+                    assert_eq!(at(Stage::All), general(fp, text), "{simd:?} text {k}");
+                }
+            }
         }
     }
 

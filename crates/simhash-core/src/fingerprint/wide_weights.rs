@@ -34,7 +34,11 @@ const LANES: usize = 8;
 /// hashes into `hashes`: for entry `i`, what the kernels of
 /// [`crate::weights`] make of `ToWeigh { scale, capped: min(tf[i], 6),
 /// factor, mean: counted[kind] * p }`, the kind being 1 for an index from
-/// `first_gram` on. `tf` holds a count for each entry.
+/// `first_gram` on. `tf` holds a count for each entry: each count read is
+/// moved into `kept` (by the feature's place in `batch`), and its entry in
+/// `tf` set to 0, while the line is at hand, so that the counts need no
+/// pass of their own to clear them for the next text (the entries of a
+/// text are distinct).
 ///
 /// Every entry must be bounded as `dense::bounded` says (scale and factor
 /// not negative, neither above 2^30 nor their product), or the weights
@@ -45,7 +49,8 @@ const LANES: usize = 8;
 #[target_feature(enable = "avx2,avx512f,avx512dq")]
 pub(super) fn weigh_prepared(
     prepared: &[Prepared],
-    tf: &[u8],
+    tf: &mut [u8],
+    kept: &mut [u8],
     batch: &[u32],
     counted: [f64; 2],
     first_gram: u32,
@@ -53,7 +58,7 @@ pub(super) fn weigh_prepared(
     out: &mut [i64; WEIGH_BATCH],
 ) {
     let n = batch.len();
-    assert!(n <= WEIGH_BATCH);
+    assert!(n <= WEIGH_BATCH && kept.len() == n);
     // The batch padded with entry 0 (weighed, never written out) to whole
     // vectors.
     let mut indexes = [0u32; WEIGH_BATCH];
@@ -63,22 +68,21 @@ pub(super) fn weigh_prepared(
     let gram_from = _mm512_set1_epi64(i64::from(first_gram));
     let last_step = _mm512_set1_epi64(steps.len() as i64 - 1);
     for start in (0..n).step_by(LANES) {
-        let live = n - start;
         let idx = load_u32(indexes[start..start + LANES].try_into().expect("eight"));
         // Entry i's words at 4i, 4i + 1, ... of the table.
         let ix: &[u32; LANES] = indexes[start..start + LANES].try_into().expect("eight");
         let [hash, scale, factor, p] = entries(prepared, ix);
         let hash = _mm512_castpd_si512(hash);
-        let count = _mm256_setr_epi32(
-            i32::from(tf[ix[0] as usize]),
-            i32::from(tf[ix[1] as usize]),
-            i32::from(tf[ix[2] as usize]),
-            i32::from(tf[ix[3] as usize]),
-            i32::from(tf[ix[4] as usize]),
-            i32::from(tf[ix[5] as usize]),
-            i32::from(tf[ix[6] as usize]),
-            i32::from(tf[ix[7] as usize]),
-        );
+        let live = (n - start).min(LANES);
+        let mut counts = [0u8; LANES];
+        for (l, count) in counts.iter_mut().enumerate() {
+            *count = tf[ix[l] as usize];
+        }
+        for (l, &count) in counts.iter().enumerate().take(live) {
+            kept[start + l] = count;
+            tf[ix[l] as usize] = 0;
+        }
+        let count = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(i64::from_le_bytes(counts)));
         let capped = _mm512_min_pd(_mm512_cvtepi32_pd(count), splat(f64::from(FAST_CAP)));
         let is_gram = _mm512_cmpge_epu64_mask(_mm512_cvtepu32_epi64(idx), gram_from);
         let per_kind = _mm512_mask_blend_pd(is_gram, splat(counted[0]), splat(counted[1]));
@@ -139,11 +143,7 @@ pub(super) fn weigh_prepared(
                 .expect("eight"),
             hash,
         );
-        let live_mask = if live >= LANES {
-            0xFF
-        } else {
-            (1u8 << live) - 1
-        };
+        let live_mask = ((1u16 << live) - 1) as u8;
         let slow = !certified & live_mask;
         if slow != 0 {
             // A weight within about 2.3e-6 of a rounding boundary (a few
@@ -300,20 +300,30 @@ mod tests {
             })
             .collect();
         assert!(prepared.iter().all(super::super::dense::bounded));
-        let tf: Vec<u8> = (0..size).map(|_| (next() % 12) as u8).collect();
+        let mut tf: Vec<u8> = (0..size).map(|_| (next() % 12) as u8).collect();
         for round in 0..3000 {
             let n = (next() % (WEIGH_BATCH as u64 + 1)) as usize;
-            let batch: Vec<u32> = (0..n).map(|_| (next() % size as u64) as u32).collect();
+            // Distinct entries, as a text's are.
+            let mut batch: Vec<u32> = Vec::new();
+            while batch.len() < n {
+                let i = (next() % size as u64) as u32;
+                if !batch.contains(&i) {
+                    batch.push(i);
+                }
+            }
+            let before = tf.clone();
             let counted = [(next() % 20_000) as f64, (next() % 5_000_000) as f64];
             let first_gram = (next() % size as u64) as u32;
             let mut hashes = [0u64; WEIGH_BATCH];
             let mut out = [0i64; WEIGH_BATCH];
+            let mut kept = vec![0u8; n];
             // SAFETY: the processor has AVX-512 (checked above).
             #[allow(unsafe_code)]
             unsafe {
                 weigh_prepared(
                     &prepared,
-                    &tf,
+                    &mut tf,
+                    &mut kept,
                     &batch,
                     counted,
                     first_gram,
@@ -321,6 +331,22 @@ mod tests {
                     &mut out,
                 )
             };
+            // The counts read are kept, and cleared where they were; no
+            // other count moved.
+            for (k, &i) in batch.iter().enumerate() {
+                assert_eq!(kept[k], before[i as usize], "round {round}");
+                assert_eq!(tf[i as usize], 0, "round {round}");
+            }
+            for (i, (&now, &was)) in tf.iter().zip(&before).enumerate() {
+                if !batch.contains(&(i as u32)) {
+                    assert_eq!(now, was, "round {round}: entry {i}");
+                }
+            }
+            // Counts for the next round.
+            for &i in &batch {
+                tf[i as usize] = (next() % 12) as u8;
+            }
+            let tf = &before;
             let mut expected = [0i64; WEIGH_BATCH];
             let feature = |k: usize| {
                 let i = batch[k] as usize;
