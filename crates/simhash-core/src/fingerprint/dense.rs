@@ -434,7 +434,13 @@ fn weigh_wide(
     #[allow(unsafe_code)]
     unsafe {
         super::wide_weights::weigh_prepared(
-            prepared, tf, kept, batch, counted, HAN_GRAMS, hashes, weights,
+            prepared,
+            (tf, kept),
+            batch,
+            counted,
+            HAN_GRAMS,
+            hashes,
+            weights,
         )
     };
     true

@@ -49,8 +49,7 @@ const LANES: usize = 8;
 #[target_feature(enable = "avx2,avx512f,avx512dq")]
 pub(super) fn weigh_prepared(
     prepared: &[Prepared],
-    tf: &mut [u8],
-    kept: &mut [u8],
+    (tf, kept): (&mut [u8], &mut [u8]),
     batch: &[u32],
     counted: [f64; 2],
     first_gram: u32,
@@ -322,8 +321,7 @@ mod tests {
             unsafe {
                 weigh_prepared(
                     &prepared,
-                    &mut tf,
-                    &mut kept,
+                    (&mut tf, &mut kept),
                     &batch,
                     counted,
                     first_gram,
