@@ -23,7 +23,7 @@ use std::arch::x86_64::*;
 use super::dense::Prepared;
 use crate::weights::{
     expected_capped, ToWeigh, CHANCE_ERROR, EXP_SERIES, EXP_STEPS, FAST_CAP, FAST_MEAN_LIMIT,
-    FAST_STEPS, FIXED_ONE, ONE_AND_HALF_52, TWO_52, WEIGH_BATCH,
+    FAST_STEPS, FIXED_ONE, WEIGH_BATCH,
 };
 
 /// Features a vector holds.
@@ -94,13 +94,12 @@ pub(super) fn weigh_prepared(
         let served = fast & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(mean, splat(FAST_MEAN_LIMIT));
         let m = _mm512_maskz_mov_pd(served, mean);
         let v = _mm512_mul_pd(m, splat(FAST_STEPS));
-        let nearest = _mm512_sub_pd(_mm512_add_pd(v, splat(TWO_52)), splat(TWO_52));
-        let above = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(nearest, v);
-        let j = _mm512_mask_sub_pd(nearest, above, nearest, splat(1.0));
-        let step = _mm512_sub_epi64(
-            _mm512_castpd_si512(_mm512_add_pd(j, splat(TWO_52))),
-            _mm512_set1_epi64(TWO_52.to_bits() as i64),
-        );
+        // floor(v), in one instruction: what the lanes get from v rounded
+        // to the nearest whole number (2^52 added and taken away) less one
+        // where that is above v. A whole number below 3,200, converted
+        // exactly.
+        let j = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(v);
+        let step = _mm512_cvtpd_epi64(j);
         let step = _mm512_min_epu64(step, last_step);
         let mut at = [0u64; LANES];
         store_i64(&mut at, step);
@@ -130,10 +129,9 @@ pub(super) fn weigh_prepared(
         // and the scale finite, and that both weights are below 2^51 in
         // magnitude: always so for a table the caller found bounded.
         let certified = fast & _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(high_r, round_away(low));
-        let fixed = _mm512_sub_epi64(
-            _mm512_castpd_si512(_mm512_add_pd(high_r, splat(ONE_AND_HALF_52))),
-            _mm512_set1_epi64(ONE_AND_HALF_52.to_bits() as i64),
-        );
+        // A whole number below 2^51 in magnitude where certified (the lanes
+        // take it from the bits of it plus 1.5 * 2^52): converted exactly.
+        let fixed = _mm512_cvtpd_epi64(high_r);
         let lanes: &mut [i64; LANES] = (&mut out[start..start + LANES]).try_into().expect("eight");
         store_i64(lanes, fixed);
         store_i64(
@@ -176,9 +174,10 @@ fn abs(y: __m512d) -> __m512d {
 #[target_feature(enable = "avx512f,avx512dq")]
 #[inline]
 fn round_away(y: __m512d) -> __m512d {
-    let big = _mm512_set1_pd(TWO_52);
     let a = abs(y);
-    let n = _mm512_sub_pd(_mm512_add_pd(a, big), big);
+    // To the nearest, ties to even: what 2^52 added and taken away gives
+    // (exactly, below 2^52), in one instruction.
+    let n = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a);
     let tie_down = _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(_mm512_sub_pd(a, n), _mm512_set1_pd(0.5));
     let n = _mm512_mask_add_pd(n, tie_down, n, _mm512_set1_pd(1.0));
     let negative = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(y, _mm512_setzero_pd());
