@@ -238,14 +238,15 @@ impl DenseHan {
     }
 }
 
-/// Whether the entry's scale and factor are not negative, neither above
-/// 2^30 nor their product: every entry of the shipped tables is (17.73
-/// at most). For such an entry a weight against a chance term in [-1e-12,
-/// 6] is below 2^30 * 6.01 * 2^16 < 2^49 in magnitude, so the checks the
-/// weighing makes of the scale, the factor and the weights' size always
-/// pass, and [`super::wide_weights`] leaves them out.
+/// Whether the entry's scale and factor are not negative and their
+/// product at most 64: every entry of the shipped tables is (17.73 at
+/// most). [`super::wide_weights`] rounds the weights of such entries with
+/// one weight per feature, for which it proves a bound (`NEAR` there), and
+/// leaves out the checks of the scale, the factor and the weights' size
+/// that the other kernels make (their weights are below 2^25 in
+/// magnitude).
 pub(super) fn bounded(e: &Prepared) -> bool {
-    const MOST: f64 = (1u64 << 30) as f64;
+    const MOST: f64 = 64.0;
     (0.0..=MOST).contains(&e.scale)
         && (0.0..=MOST).contains(&e.factor)
         && e.scale * e.factor <= MOST
@@ -779,7 +780,8 @@ mod tests {
         assert!(!bounded(&entry(-1.0, 1.0)));
         assert!(!bounded(&entry(1.0, f64::NAN)));
         assert!(!bounded(&entry(f64::INFINITY, 0.0)));
-        assert!(!bounded(&entry(65536.0, 65536.0)));
+        assert!(!bounded(&entry(16.0, 8.0)));
+        assert!(bounded(&entry(64.0, 1.0)));
     }
 
     #[test]

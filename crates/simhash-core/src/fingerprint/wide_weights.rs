@@ -22,12 +22,30 @@ use std::arch::x86_64::*;
 
 use super::dense::Prepared;
 use crate::weights::{
-    expected_capped, ToWeigh, CHANCE_ERROR, EXP_SERIES, EXP_STEPS, FAST_CAP, FAST_MEAN_LIMIT,
-    FAST_STEPS, FIXED_ONE, WEIGH_BATCH,
+    expected_capped, ToWeigh, EXP_SERIES, EXP_STEPS, FAST_CAP, FAST_MEAN_LIMIT, FAST_STEPS,
+    FIXED_ONE, WEIGH_BATCH,
 };
 
 /// Features a vector holds.
 const LANES: usize = 8;
+
+/// How far the weight of a bounded entry (`dense::bounded`: scale `s`
+/// and factor `f` not negative, `f s <= 64`) against the fast chance term
+/// `c` may be from its weight against the exact term `E`, `|c - E| <=
+/// CHANCE_ERROR` (`crate::weights`): 2^-16.
+///
+/// The weight is `fl(fl(f * fl(s * fl(C - x))) * 2^16)` for the chance
+/// term `x`, with `C` the capped count (0 to 6) and `x` in [-1e-12, 6]
+/// (E in [0, 6]; `c` is 6 less a product that is at most 6 and rounded,
+/// or 6), so `|C - x| <= 6.01`. With u = 2^-53: `fl(C - x)` is within
+/// 2^-51 of `C - x` (an ulp below 8 is at most 2^-50), so the two
+/// differences are within `CHANCE_ERROR + 2^-50` of each other; each
+/// product by `s`, then `f`, adds at most u times the sum of the two
+/// products' magnitudes, at most `2 * 6.02 u s` and `2 * 6.03 u f s`; the
+/// product by 2^16 is exact. In all, at most `2^16 f s (CHANCE_ERROR +
+/// 2^-50 + 24.1 u) <= 2^16 * 64 * 2.004e-12 = 8.5e-6`, below 2^-16 =
+/// 1.5e-5 by almost a factor of two.
+const NEAR: f64 = 1.0 / 65536.0;
 
 /// The weights of the features at the indexes `batch` (at most
 /// [`WEIGH_BATCH`], each below `prepared.len()`) into `out`, and their
@@ -41,8 +59,8 @@ const LANES: usize = 8;
 /// text are distinct).
 ///
 /// Every entry must be bounded as `dense::bounded` says (scale and factor
-/// not negative, neither above 2^30 nor their product), or the weights
-/// may differ from the other kernels'.
+/// not negative, their product at most 64), or the weights may differ
+/// from the other kernels'.
 ///
 /// # Panics
 /// If an index is not below `prepared.len()` and `tf.len()`.
@@ -116,22 +134,24 @@ pub(super) fn weigh_prepared(
         }
         let chance = _mm512_sub_pd(splat(6.0), _mm512_mul_pd(_mm512_mul_pd(t, series), poly));
 
-        // Both ends of the interval, rounded: one integer certifies it.
-        let weight = |chance: __m512d| {
-            let above_chance = _mm512_sub_pd(capped, chance);
-            let scaled = _mm512_mul_pd(factor, _mm512_mul_pd(scale, above_chance));
-            _mm512_mul_pd(scaled, splat(FIXED_ONE))
-        };
-        let high = weight(_mm512_sub_pd(chance, splat(CHANCE_ERROR)));
-        let low = weight(_mm512_add_pd(chance, splat(CHANCE_ERROR)));
-        let high_r = round_away(high);
-        // The lanes also check that the scale and factor are not negative
-        // and the scale finite, and that both weights are below 2^51 in
-        // magnitude: always so for a table the caller found bounded.
-        let certified = fast & _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(high_r, round_away(low));
-        // A whole number below 2^51 in magnitude where certified (the lanes
-        // take it from the bits of it plus 1.5 * 2^52): converted exactly.
-        let fixed = _mm512_cvtpd_epi64(high_r);
+        // The weight against this chance term, rounded to the nearest
+        // whole number. The exact term E (the 24-term series whose weight
+        // the definition rounds) is within CHANCE_ERROR of `chance`, so
+        // its weight is within NEAR of this one (`NEAR` says why); a
+        // weight further than NEAR from the nearest half (`w - r` is
+        // exact: r is a whole number within a factor of two of w, or 0)
+        // rounds as E's does, halves away from zero or to even alike.
+        // The others (about 3 in 100,000) take the series.
+        let above_chance = _mm512_sub_pd(capped, chance);
+        let scaled = _mm512_mul_pd(factor, _mm512_mul_pd(scale, above_chance));
+        let w = _mm512_mul_pd(scaled, splat(FIXED_ONE));
+        let r = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(w);
+        let off_half =
+            _mm512_cmp_pd_mask::<_CMP_LT_OQ>(abs(_mm512_sub_pd(w, r)), splat(0.5 - NEAR));
+        let certified = fast & off_half;
+        // A whole number below 2^51 in magnitude where certified:
+        // converted exactly.
+        let fixed = _mm512_cvtpd_epi64(r);
         let lanes: &mut [i64; LANES] = (&mut out[start..start + LANES]).try_into().expect("eight");
         store_i64(lanes, fixed);
         store_i64(
@@ -167,21 +187,6 @@ fn abs(y: __m512d) -> __m512d {
         _mm512_castpd_si512(y),
         _mm512_set1_epi64(i64::MAX),
     ))
-}
-
-/// `weights::round_away` of each lane: the nearest whole number, halves
-/// away from zero, for `|y|` below 2^51.
-#[target_feature(enable = "avx512f,avx512dq")]
-#[inline]
-fn round_away(y: __m512d) -> __m512d {
-    let a = abs(y);
-    // To the nearest, ties to even: what 2^52 added and taken away gives
-    // (exactly, below 2^52), in one instruction.
-    let n = _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a);
-    let tie_down = _mm512_cmp_pd_mask::<_CMP_EQ_OQ>(_mm512_sub_pd(a, n), _mm512_set1_pd(0.5));
-    let n = _mm512_mask_add_pd(n, tie_down, n, _mm512_set1_pd(1.0));
-    let negative = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(y, _mm512_setzero_pd());
-    _mm512_mask_xor_pd(n, negative, n, _mm512_set1_pd(-0.0))
 }
 
 /// Eight indexes.
@@ -259,6 +264,98 @@ mod tests {
     use super::*;
     use crate::cpu::Simd;
     use crate::weights::fixed_weights6_by;
+
+    /// Entries made so that their weights fall near a half, on either
+    /// side, from a hair to well past `NEAR`: the weights the kernel
+    /// certifies and those it leaves to the series are the baseline's.
+    #[test]
+    fn weights_near_a_half_give_the_bits_of_the_baseline() {
+        if !Simd::Avx512.available() {
+            return;
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let counted = [700.0, 4000.0];
+        let size = 4096u32;
+        let first_gram = size / 2;
+        let nudges = [
+            0.0, 1e-12, -1e-12, 1e-9, -1e-9, 4e-6, -4e-6, 1e-5, -1e-5, 2e-5, -2e-5, 1e-3,
+        ];
+        let mut tf = vec![0u8; size as usize];
+        let mut prepared = Vec::new();
+        let mut near = 0;
+        for i in 0..size {
+            let r = next();
+            let p = (r >> 11) as f64 / (1u64 << 53) as f64 * 0.004;
+            let count = 1 + (next() % 8) as u8;
+            let factor = [1.0, 0.3][(r & 1) as usize];
+            let mean = counted[usize::from(i >= first_gram)] * p;
+            let above = f64::from(count.min(6)) - expected_capped(mean, FAST_CAP);
+            // The scale that puts the weight at a half plus a nudge.
+            let rough = 0.5 + (next() % 16_000) as f64 / 1000.0;
+            let half = (rough * factor * above * 65536.0).floor() + 0.5;
+            let nudge = nudges[(next() % nudges.len() as u64) as usize];
+            let scale = (half + nudge) / (factor * above * 65536.0);
+            let entry = Prepared {
+                hash: next(),
+                scale,
+                factor,
+                p,
+            };
+            if above > 1e-3 && super::super::dense::bounded(&entry) {
+                near += 1;
+                tf[i as usize] = count;
+                prepared.push(entry);
+            } else {
+                tf[i as usize] = 0;
+                prepared.push(Prepared {
+                    hash: 0,
+                    scale: 1.0,
+                    factor: 1.0,
+                    p: 0.0,
+                });
+            }
+        }
+        assert!(near > 2000, "{near}");
+        let before = tf.clone();
+        for start in (0..size).step_by(WEIGH_BATCH) {
+            let batch: Vec<u32> = (start..start + WEIGH_BATCH as u32).collect();
+            let mut hashes = [0u64; WEIGH_BATCH];
+            let mut out = [0i64; WEIGH_BATCH];
+            let mut kept = vec![0u8; batch.len()];
+            // SAFETY: the processor has AVX-512 (checked above).
+            #[allow(unsafe_code)]
+            unsafe {
+                weigh_prepared(
+                    &prepared,
+                    (&mut tf, &mut kept),
+                    &batch,
+                    counted,
+                    first_gram,
+                    &mut hashes,
+                    &mut out,
+                )
+            };
+            let mut expected = [0i64; WEIGH_BATCH];
+            let feature = |k: usize| {
+                let i = batch[k] as usize;
+                let e = &prepared[i];
+                ToWeigh {
+                    scale: e.scale,
+                    capped: f64::from(before[i].min(6)),
+                    factor: e.factor,
+                    mean: counted[usize::from(batch[k] >= first_gram)] * e.p,
+                }
+            };
+            fixed_weights6_by(Simd::Baseline, batch.len(), feature, &mut expected);
+            assert_eq!(out, expected, "batch at {start}");
+        }
+    }
 
     /// Random entries, counts and batches, the edges among them: each
     /// weight and hash as the baseline's kernel gives it.
