@@ -273,7 +273,9 @@ fn prepare(opts: &V3Options, i: usize, e: &Entry) -> Prepared {
 /// weighing counts at most its cap, at most 255 here), and which entries a
 /// text touched (so that only those are cleared), the first `touched` of
 /// `order`. Left dirty by a walk that stopped half way (a cancel unwinds
-/// through it), so each use clears what the last one touched first.
+/// through it), so each use clears what the last one touched first; the
+/// weights of [`weigh_wide`] clear each count as they read it, and then
+/// set `touched` to 0, so that nothing is left to clear.
 struct Counts {
     tf: Vec<u8>,
     order: Vec<u32>,

@@ -5,15 +5,19 @@
 //! compiler vectorizes: each feature's inputs are gathered one at a time
 //! into lane arrays (about thirty instructions a feature, with a bounds
 //! check for each table), the table of e^-j/64 is looked up lane by lane,
-//! and the weights are written back lane by lane. Here the same IEEE
-//! operations, in the same order, run on vectors of eight features from
-//! the start: each prepared entry is one 32-byte load, eight of them
-//! turned from rows into columns by unpacks and permutes, and only a lane
-//! the shortcut does not certify leaves the vectors, for the 24-term
-//! series as everywhere else. (Gathering the entries' fields instead,
-//! one `vgatherdpd` a field, was slower on the processor it was measured
-//! on, an AMD EPYC with AVX-512.) The tests compare it with the baseline's
-//! kernel, lane by lane, and whole fingerprints at every level.
+//! and the weights are written back lane by lane. Here the chance term
+//! is computed by the same IEEE operations, in the same order, on vectors
+//! of eight features from the start: each prepared entry is one 32-byte
+//! load, eight of them turned from rows into columns by unpacks and
+//! permutes (gathering the entries' fields instead, one `vgatherdpd` a
+//! field, was slower on the processor it was measured on, an AMD EPYC
+//! with AVX-512). The weight is computed once and certified by its
+//! distance from the nearest half ([`NEAR`]) rather than at both ends of
+//! the chance term's interval; only a lane it does not certify leaves the
+//! vectors, for the 24-term series as everywhere else, so the weights
+//! have the bits of the other kernels. The tests compare it with the
+//! baseline's kernel, lane by lane (with weights made to fall near a
+//! half among them), and whole fingerprints at every level.
 //!
 //! The only unsafe code: vector loads and stores of arrays of eight, and
 //! the load of an entry by reference.
@@ -36,8 +40,8 @@ const LANES: usize = 8;
 ///
 /// The weight is `fl(fl(f * fl(s * fl(C - x))) * 2^16)` for the chance
 /// term `x`, with `C` the capped count (0 to 6) and `x` in [-1e-12, 6]
-/// (E in [0, 6]; `c` is 6 less a product that is at most 6 and rounded,
-/// or 6), so `|C - x| <= 6.01`. With u = 2^-53: `fl(C - x)` is within
+/// (E in [0, 6]; `c` is 6, or 6 less the rounded product of e^-m and the
+/// polynomial, which comes to E[(6 - X)+] <= 6), so `|C - x| <= 6.01`. With u = 2^-53: `fl(C - x)` is within
 /// 2^-51 of `C - x` (an ulp below 8 is at most 2^-50), so the two
 /// differences are within `CHANCE_ERROR + 2^-50` of each other; each
 /// product by `s`, then `f`, adds at most u times the sum of the two
@@ -86,7 +90,6 @@ pub(super) fn weigh_prepared(
     let last_step = _mm512_set1_epi64(steps.len() as i64 - 1);
     for start in (0..n).step_by(LANES) {
         let idx = load_u32(indexes[start..start + LANES].try_into().expect("eight"));
-        // Entry i's words at 4i, 4i + 1, ... of the table.
         let ix: &[u32; LANES] = indexes[start..start + LANES].try_into().expect("eight");
         let [hash, scale, factor, p] = entries(prepared, ix);
         let hash = _mm512_castpd_si512(hash);
@@ -141,7 +144,8 @@ pub(super) fn weigh_prepared(
         // weight further than NEAR from the nearest half (`w - r` is
         // exact: r is a whole number within a factor of two of w, or 0)
         // rounds as E's does, halves away from zero or to even alike.
-        // The others (about 3 in 100,000) take the series.
+        // The others take the series: a fraction of about 2 * NEAR of the
+        // lanes where the weights' fractions are spread evenly.
         let above_chance = _mm512_sub_pd(capped, chance);
         let scaled = _mm512_mul_pd(factor, _mm512_mul_pd(scale, above_chance));
         let w = _mm512_mul_pd(scaled, splat(FIXED_ONE));
@@ -163,8 +167,8 @@ pub(super) fn weigh_prepared(
         let live_mask = ((1u16 << live) - 1) as u8;
         let slow = !certified & live_mask;
         if slow != 0 {
-            // A weight within about 2.3e-6 of a rounding boundary (a few
-            // in a million): the 24-term series, as every kernel does.
+            // A weight within NEAR of a half, or a mean the shortcut does
+            // not serve: the 24-term series, as every kernel does.
             let [mean, scale, capped, factor] = [mean, scale, capped, factor].map(|v| to_array(v));
             for l in (0..LANES).filter(|l| slow >> l & 1 == 1) {
                 let f = ToWeigh {
