@@ -267,7 +267,63 @@ fn from_array(lanes: [f64; LANES]) -> __m512d {
 mod tests {
     use super::*;
     use crate::cpu::Simd;
+    use crate::testutil::splitmix;
     use crate::weights::fixed_weights6_by;
+
+    /// One batch through the kernel and through the baseline's, from the
+    /// same entries and counts: each weight and hash the same, each count
+    /// read kept and cleared where it was, no other count moved. The
+    /// counts are as they were before the kernel ran, in `tf`.
+    fn check(
+        prepared: &[Prepared],
+        tf: &mut [u8],
+        batch: &[u32],
+        counted: [f64; 2],
+        first_gram: u32,
+        what: &str,
+    ) {
+        let n = batch.len();
+        let before = tf.to_vec();
+        let mut hashes = [0u64; WEIGH_BATCH];
+        let mut out = [0i64; WEIGH_BATCH];
+        let mut kept = vec![0u8; n];
+        // SAFETY: the callers checked that the processor has AVX-512.
+        #[allow(unsafe_code)]
+        unsafe {
+            weigh_prepared(
+                prepared,
+                (tf, &mut kept),
+                batch,
+                counted,
+                first_gram,
+                &mut hashes,
+                &mut out,
+            )
+        };
+        let mut expected = [0i64; WEIGH_BATCH];
+        let feature = |k: usize| {
+            let i = batch[k] as usize;
+            let e = &prepared[i];
+            ToWeigh {
+                scale: e.scale,
+                capped: f64::from(before[i].min(6)),
+                factor: e.factor,
+                mean: counted[usize::from(batch[k] >= first_gram)] * e.p,
+            }
+        };
+        fixed_weights6_by(Simd::Baseline, n, feature, &mut expected);
+        assert_eq!(out[..n], expected[..n], "{what}");
+        for (k, &i) in batch.iter().enumerate() {
+            assert_eq!(hashes[k], prepared[i as usize].hash, "{what}");
+            assert_eq!(kept[k], before[i as usize], "{what}");
+            assert_eq!(tf[i as usize], 0, "{what}");
+        }
+        for (i, (&now, &was)) in tf.iter().zip(&before).enumerate() {
+            if !batch.contains(&(i as u32)) {
+                assert_eq!(now, was, "{what}: entry {i}");
+            }
+        }
+    }
 
     /// Entries made so that their weights fall near a half, on either
     /// side, from a hair to well past `NEAR`: the weights the kernel
@@ -277,13 +333,8 @@ mod tests {
         if !Simd::Avx512.available() {
             return;
         }
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut state = 17u64;
+        let mut next = || splitmix(&mut state);
         let counted = [700.0, 4000.0];
         let size = 4096u32;
         let first_gram = size / 2;
@@ -292,7 +343,6 @@ mod tests {
         ];
         let mut tf = vec![0u8; size as usize];
         let mut prepared = Vec::new();
-        let mut near = 0;
         for i in 0..size {
             let r = next();
             let p = (r >> 11) as f64 / (1u64 << 53) as f64 * 0.004;
@@ -311,53 +361,30 @@ mod tests {
                 factor,
                 p,
             };
-            if above > 1e-3 && super::super::dense::bounded(&entry) {
-                near += 1;
-                tf[i as usize] = count;
-                prepared.push(entry);
+            let near = above > 1e-3 && super::super::dense::bounded(&entry);
+            tf[i as usize] = if near { count } else { 0 };
+            prepared.push(if near {
+                entry
             } else {
-                tf[i as usize] = 0;
-                prepared.push(Prepared {
+                Prepared {
                     hash: 0,
                     scale: 1.0,
                     factor: 1.0,
                     p: 0.0,
-                });
-            }
+                }
+            });
         }
-        assert!(near > 2000, "{near}");
-        let before = tf.clone();
+        assert!(tf.iter().filter(|&&c| c > 0).count() > 2000);
         for start in (0..size).step_by(WEIGH_BATCH) {
             let batch: Vec<u32> = (start..start + WEIGH_BATCH as u32).collect();
-            let mut hashes = [0u64; WEIGH_BATCH];
-            let mut out = [0i64; WEIGH_BATCH];
-            let mut kept = vec![0u8; batch.len()];
-            // SAFETY: the processor has AVX-512 (checked above).
-            #[allow(unsafe_code)]
-            unsafe {
-                weigh_prepared(
-                    &prepared,
-                    (&mut tf, &mut kept),
-                    &batch,
-                    counted,
-                    first_gram,
-                    &mut hashes,
-                    &mut out,
-                )
-            };
-            let mut expected = [0i64; WEIGH_BATCH];
-            let feature = |k: usize| {
-                let i = batch[k] as usize;
-                let e = &prepared[i];
-                ToWeigh {
-                    scale: e.scale,
-                    capped: f64::from(before[i].min(6)),
-                    factor: e.factor,
-                    mean: counted[usize::from(batch[k] >= first_gram)] * e.p,
-                }
-            };
-            fixed_weights6_by(Simd::Baseline, batch.len(), feature, &mut expected);
-            assert_eq!(out, expected, "batch at {start}");
+            check(
+                &prepared,
+                &mut tf,
+                &batch,
+                counted,
+                first_gram,
+                &format!("batch at {start}"),
+            );
         }
     }
 
@@ -368,13 +395,8 @@ mod tests {
         if !Simd::Avx512.available() {
             return;
         }
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut state = 18u64;
+        let mut next = || splitmix(&mut state);
         let size = 4096;
         let prepared: Vec<Prepared> = (0..size)
             .map(|i| {
@@ -410,56 +432,19 @@ mod tests {
                     batch.push(i);
                 }
             }
-            let before = tf.clone();
             let counted = [(next() % 20_000) as f64, (next() % 5_000_000) as f64];
             let first_gram = (next() % size as u64) as u32;
-            let mut hashes = [0u64; WEIGH_BATCH];
-            let mut out = [0i64; WEIGH_BATCH];
-            let mut kept = vec![0u8; n];
-            // SAFETY: the processor has AVX-512 (checked above).
-            #[allow(unsafe_code)]
-            unsafe {
-                weigh_prepared(
-                    &prepared,
-                    (&mut tf, &mut kept),
-                    &batch,
-                    counted,
-                    first_gram,
-                    &mut hashes,
-                    &mut out,
-                )
-            };
-            // The counts read are kept, and cleared where they were; no
-            // other count moved.
-            for (k, &i) in batch.iter().enumerate() {
-                assert_eq!(kept[k], before[i as usize], "round {round}");
-                assert_eq!(tf[i as usize], 0, "round {round}");
-            }
-            for (i, (&now, &was)) in tf.iter().zip(&before).enumerate() {
-                if !batch.contains(&(i as u32)) {
-                    assert_eq!(now, was, "round {round}: entry {i}");
-                }
-            }
+            check(
+                &prepared,
+                &mut tf,
+                &batch,
+                counted,
+                first_gram,
+                &format!("round {round}"),
+            );
             // Counts for the next round.
             for &i in &batch {
                 tf[i as usize] = (next() % 12) as u8;
-            }
-            let tf = &before;
-            let mut expected = [0i64; WEIGH_BATCH];
-            let feature = |k: usize| {
-                let i = batch[k] as usize;
-                let e = &prepared[i];
-                ToWeigh {
-                    scale: e.scale,
-                    capped: f64::from(tf[i].min(6)),
-                    factor: e.factor,
-                    mean: counted[usize::from(batch[k] >= first_gram)] * e.p,
-                }
-            };
-            fixed_weights6_by(Simd::Baseline, n, feature, &mut expected);
-            assert_eq!(out[..n], expected[..n], "round {round}");
-            for (k, &i) in batch.iter().enumerate() {
-                assert_eq!(hashes[k], prepared[i as usize].hash, "round {round}");
             }
         }
     }
