@@ -499,17 +499,17 @@ fn capped(tf: u64, cap: u32) -> f64 {
 }
 
 /// 2^52, from which on every double is a whole number.
-pub(crate) const TWO_52: f64 = (1u64 << 52) as f64;
+const TWO_52: f64 = (1u64 << 52) as f64;
 
 /// 1.5 * 2^52: a whole number below 2^51 in magnitude added to it is
 /// exact, and its bits are those of this plus the number.
-pub(crate) const ONE_AND_HALF_52: f64 = (3u64 << 51) as f64;
+const ONE_AND_HALF_52: f64 = (3u64 << 51) as f64;
 
 /// 2^16: what [`to_fixed`] multiplies by.
 pub(crate) const FIXED_ONE: f64 = (1u64 << crate::idf::WEIGHT_FRACTION_BITS) as f64;
 
 /// Below this magnitude [`round_away`] is exact: 2^51.
-pub(crate) const ROUND_LIMIT: f64 = (1u64 << 51) as f64;
+const ROUND_LIMIT: f64 = (1u64 << 51) as f64;
 
 /// `y` rounded to the nearest whole number, halves away from zero, as
 /// [`to_fixed`] rounds, for `|y|` below [`ROUND_LIMIT`] (anything for any
