@@ -272,10 +272,18 @@ fn prepare(opts: &V3Options, i: usize, e: &Entry) -> Prepared {
 /// Per-thread counts of the table's features (saturating at 255: a
 /// weighing counts at most its cap, at most 255 here), and which entries a
 /// text touched (so that only those are cleared), the first `touched` of
-/// `order`. Left dirty by a walk that stopped half way (a cancel unwinds
-/// through it), so each use clears what the last one touched first; the
+/// `order`. Each use clears what the last one touched first; the
 /// weights of [`weigh_wide`] clear each count as they read it, and then
 /// set `touched` to 0, so that nothing is left to clear.
+///
+/// A walk that stops half way (a cancel or a statement timeout unwinds
+/// through the scan as a panic, the caller's `go_on` says stop, or the
+/// bytes are not UTF-8) leaves counts that `touched` does not list: the
+/// scan keeps its count of them in a local. So `dirty` is set before each
+/// use and cleared only when the use returned normally; a use that finds
+/// it set clears the whole table (a memset of `SIZE` bytes, only after
+/// such a stop). Without it every later text of the thread would miss the
+/// features the stopped walk had counted.
 struct Counts {
     tf: Vec<u8>,
     order: Vec<u32>,
@@ -283,6 +291,8 @@ struct Counts {
     /// them out of `tf` ([`weigh_wide`]).
     kept: Vec<u8>,
     touched: usize,
+    /// Whether a use began and did not return normally (see above).
+    dirty: bool,
     /// The scan's work arrays and a batch of weights, made with the
     /// counts, once per thread.
     work: Option<Box<(ScanWork, Weighed)>>,
@@ -302,6 +312,7 @@ thread_local! {
             order: Vec::new(),
             kept: Vec::new(),
             touched: 0,
+            dirty: false,
             work: None,
         })
     };
@@ -503,7 +514,9 @@ pub(super) fn fingerprint_v3_to(
             counts.kept = vec![0; SIZE];
             counts.touched = 0;
         }
-        let (work, weighed) = &mut **counts.work.get_or_insert_with(|| {
+        // Out of `counts` while it is used (dropped if a use unwinds: made
+        // anew by the next).
+        let mut boxed = counts.work.take().unwrap_or_else(|| {
             Box::new((
                 ScanWork::new(),
                 Weighed {
@@ -512,11 +525,41 @@ pub(super) fn fingerprint_v3_to(
                 },
             ))
         });
-        for &i in &counts.order[..counts.touched] {
-            counts.tf[i as usize] = 0;
+        let (work, weighed) = &mut *boxed;
+        if counts.dirty {
+            counts.tf.fill(0);
+        } else {
+            for &i in &counts.order[..counts.touched] {
+                counts.tf[i as usize] = 0;
+            }
         }
         counts.touched = 0;
+        counts.dirty = true;
+        let done = counted_v3(
+            fp, opts, bytes, go_on, bound, stage, simd, counts, work, weighed,
+        );
+        // Only a normal return leaves `touched` listing every count.
+        counts.dirty = done.is_err();
+        counts.work = Some(boxed);
+        done
+    })
+}
 
+/// The body of [`fingerprint_v3_to`] on the thread's clean counts.
+#[allow(clippy::too_many_arguments)]
+fn counted_v3(
+    fp: &Fingerprinter,
+    opts: &V3Options,
+    bytes: &[u8],
+    go_on: &mut impl FnMut() -> bool,
+    bound: usize,
+    stage: Stage,
+    simd: Simd,
+    counts: &mut Counts,
+    work: &mut ScanWork,
+    weighed: &mut Weighed,
+) -> Result<Option<Option<u64>>, Stop> {
+    {
         let counting = Counting {
             tf: &mut counts.tf,
             order: &mut counts.order,
@@ -668,7 +711,7 @@ pub(super) fn fingerprint_v3_to(
         } else {
             fallback.finish()
         }))
-    })
+    }
 }
 
 #[cfg(test)]
