@@ -69,7 +69,9 @@ CONF
         # Restart: a preloaded library is read only at server start.
         as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
     fi
-    as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w -t 60 start >/dev/null \
+    # RUST_BACKTRACE=1, as a developer's server often has it: the tests
+    # check that no error shows a client a Rust backtrace even then.
+    as_server env RUST_BACKTRACE=1 "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w -t 60 start >/dev/null \
         || { tail -n 30 "$PGDATA_DIR/server.log" >&2; die "the server did not start"; }
 }
 

@@ -24,9 +24,10 @@ log "installing it into PostgreSQL $PG_MAJOR"
     $SUDO chmod 644 "$dest.new.$$"
     $SUDO mv -f "$dest.new.$$" "$dest"
 done
-# Base scripts of earlier versions, so that `CREATE EXTENSION simhash
-# VERSION '0.1.0'` (and the upgrade test) work; cargo pgrx packages only the
-# current one and the upgrade scripts.
+# The base script of the first release: cargo pgrx packages only the
+# current one and the update scripts, and PostgreSQL installs any earlier
+# version (`CREATE EXTENSION simhash VERSION '0.3.0'`, the upgrade test)
+# from it and the update scripts in turn.
 extdir=$($PG_CONFIG --sharedir)/extension
 for f in "$ROOT"/sql/simhash--[0-9]*.sql; do
     case $(basename "$f") in

@@ -25,8 +25,9 @@ out="$ROOT/target/package-pg$PG_MAJOR"
 rm -rf "$out"
 cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_MAJOR" \
     --out-dir "$out" >/dev/null
-# Earlier versions' install scripts (cargo pgrx packages only the current
-# one and the upgrade scripts).
+# The first release's base script, from which PostgreSQL installs any
+# earlier version with the update scripts (cargo pgrx packages only the
+# current one and the update scripts).
 for f in "$ROOT"/sql/simhash--[0-9]*.sql; do
     case $(basename "$f") in
         simhash--*--*) ;;

@@ -28,6 +28,34 @@ cargo clippy --workspace --all-targets --features pg_test -- -D warnings
 log "core unit and golden tests"
 cargo test -p simhash-core -p simhash-bench
 
+# The installed library of the current version.
+library_path() {
+    printf '%s/simhash.so' "$("$PG_CONFIG" --pkglibdir)"
+}
+
+# not_in_place FILE COMMAND...: runs COMMAND after moving FILE aside (a
+# rename: whoever has it open or mapped keeps the old one), and fails if
+# the old file's contents changed under an open descriptor meanwhile,
+# which is what a server that has it mapped would see.
+not_in_place() {
+    local file=$1
+    shift
+    if [ ! -f "$file" ]; then
+        "$@"
+        return
+    fi
+    local before aside
+    exec {held}<"$file"
+    before=$(sha256sum </proc/self/fd/$held)
+    aside="$file.old.$$"
+    $SUDO mv -f "$file" "$aside"
+    "$@" || { $SUDO rm -f "$aside"; return 1; }
+    $SUDO rm -f "$aside"
+    [ "$(sha256sum </proc/self/fd/$held)" = "$before" ] ||
+        die "$file was rewritten in place by: $*"
+    exec {held}<&-
+}
+
 pgrx_data=$(mktemp -d /tmp/simhash-pgrx-test.XXXXXX)
 trap 'rm -rf "$pgrx_data" 2>/dev/null || $SUDO rm -rf "$pgrx_data"' EXIT
 [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$pgrx_data"
@@ -40,7 +68,11 @@ for v in $PG_VERSIONS; do
     log "PostgreSQL $v: in-server tests (cargo pgrx test)"
     # The test cluster's directory must belong to the server's user.
     rm -rf "${pgrx_data:?}/data"
-    cargo pgrx test "pg$v" --runas "$SERVER_USER" --pgdata "$pgrx_data/data"
+    # `cargo pgrx test` installs its test build by copying over the
+    # installed library, which rewrites the file in place: a running server
+    # that has it mapped (any server with it preloaded) would crash. Move
+    # the old file out of the way first, so the copy makes a new one.
+    not_in_place "$(library_path)" cargo pgrx test "pg$v" --runas "$SERVER_USER" --pgdata "$pgrx_data/data"
 
     log "PostgreSQL $v: SQL regression tests"
     # `cargo pgrx test` installed its test build; put the release build back.

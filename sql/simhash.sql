@@ -444,6 +444,10 @@ BEGIN
     IF $4 IS NULL THEN
         RAISE EXCEPTION 'concurrently must be true or false, not NULL' USING ERRCODE = '22023';
     END IF;
+    IF layout IS NULL THEN
+        RAISE EXCEPTION 'the band layout must be given, not NULL' USING ERRCODE = '22023',
+            HINT = 'The layouts are ''auto'', ''4x16'', ''4x16c'' and ''2x32'', or several joined by ''+''.';
+    END IF;
     SELECT cl.relowner, cl.relnamespace, cl.relname, cl.relkind INTO owner, nsp, rel, kind
     FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -698,6 +702,7 @@ DECLARE
     owner oid;
     distributed boolean := false;
     guard name := left(col, 40) || '_near_unique';
+    later name;
 BEGIN
     SELECT cl.relowner INTO owner FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -725,6 +730,21 @@ BEGIN
                                                                      AND a.attnum > 0 AND NOT a.attisdropped) THEN
         RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl
             USING ERRCODE = '42703';
+    END IF;
+    -- The guard must see the row as it will be stored: no other BEFORE
+    -- row trigger of INSERT or UPDATE may fire after it (triggers fire in
+    -- the order of their names). The guard checks this on every row too.
+    SELECT tg.tgname INTO later FROM pg_trigger tg
+    WHERE tg.tgrelid = tbl AND NOT tg.tgisinternal AND tg.tgenabled <> 'D'
+      AND tg.tgtype & 3 = 3 AND tg.tgtype & 20 <> 0
+      AND tg.tgfoid <> '@extschema@.simhash_near_unique'::regproc
+      AND tg.tgname COLLATE "C" > guard COLLATE "C"
+    ORDER BY tg.tgname COLLATE "C" LIMIT 1;
+    IF later IS NOT NULL THEN
+        RAISE EXCEPTION 'near-unique guard "%" on % must be the last BEFORE row trigger', guard, tbl
+            USING ERRCODE = '55000',
+                  DETAIL = format('Trigger "%s" fires after it (triggers fire in the order of their names) and could change the fingerprint or the text after the guard checked the row.', later),
+                  HINT = 'Rename that trigger so that its name sorts before the guard''s, or make it an AFTER trigger.';
     END IF;
     -- Checks the column and, unless a layout that serves k is there, makes
     -- the band indexes (the 16-bit bands for k above 7, which the halves
@@ -816,17 +836,17 @@ BEGIN
         cap := pg_catalog.pg_size_bytes(COALESCE(NULLIF(pg_catalog.current_setting('simhash.cluster_memory', true), ''), '1GB'));
         IF @extschema@.simhash_table_rows(tbl) OPERATOR(pg_catalog.*) 75 OPERATOR(pg_catalog.<=) cap THEN
             RETURN QUERY SELECT c.id, c.cluster FROM @extschema@.simhash_clusters_query(
-                pg_catalog.format('SELECT %I::bigint, %I::bigint FROM %s WHERE %I IS NOT NULL', key_col, fp_col, tbl, fp_col),
+                pg_catalog.format('SELECT r.%I::bigint, r.%I::bigint FROM %s r WHERE r.%I IS NOT NULL', key_col, fp_col, tbl, fp_col),
                 k, singletons) c;
             RETURN;
         END IF;
         links := pg_catalog.format(
             'SELECT l.id, l.cluster
                FROM (SELECT pg_catalog.array_agg(w.id) AS ids, pg_catalog.array_agg(w.fp) AS fps
-                       FROM (SELECT b, t.%I::bigint AS id, t.%I::bigint AS fp
-                               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) b
+                       FROM (SELECT bk.bucket AS bucket, t.%I::bigint AS id, t.%I::bigint AS fp
+                               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) AS bk(bucket)
                               WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL) w
-                      GROUP BY w.b HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
+                      GROUP BY w.bucket HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
                     LATERAL @extschema@.simhash_bucket_links(g.ids, g.fps, %s) l',
             key_col, fp_col, tbl, fp_col, k, fp_col, key_col, k);
     ELSE
@@ -841,8 +861,8 @@ BEGIN
         -- Worker to worker: Citus repartitions the rows by bucket.
         EXECUTE pg_catalog.format(
             'INSERT INTO %s (bucket, id, fp)
-             SELECT b, t.%I::bigint, t.%I::bigint
-               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) b
+             SELECT bk.bucket, t.%I::bigint, t.%I::bigint
+               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) AS bk(bucket)
               WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL',
             work, key_col, fp_col, tbl, fp_col, k, fp_col, key_col);
         -- Grouped by the work table's distribution column: each worker
@@ -858,7 +878,7 @@ BEGIN
         RETURN QUERY EXECUTE pg_catalog.format(
             'WITH c AS MATERIALIZED (SELECT j.id, j.cluster FROM @extschema@.simhash_join_links(%L) j)
              SELECT t.key, COALESCE(c.cluster, t.key)
-               FROM (SELECT %I::bigint AS key FROM %s WHERE %I IS NOT NULL AND %I IS NOT NULL) t
+               FROM (SELECT r.%I::bigint AS key FROM %s r WHERE r.%I IS NOT NULL AND r.%I IS NOT NULL) t
                LEFT JOIN c ON c.id OPERATOR(pg_catalog.=) t.key',
             links, key_col, tbl, fp_col, key_col);
     ELSE

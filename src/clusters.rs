@@ -146,6 +146,21 @@ fn query_shape(
     }
 }
 
+/// Checks that a links query returns two columns of keys (bigint, as the
+/// links are read): a 42804 error naming what it returns otherwise, even
+/// when it returns no rows.
+fn links_shape(batch: &pgrx::spi::SpiTupleTable<'_>) {
+    let columns = batch.columns().unwrap_or(0);
+    let type_of = |n: usize| batch.column_type_oid(n).map(|t| t.value()).ok();
+    let ok = columns == 2 && (1..=2).all(|n| type_of(n) == Some(pg_sys::INT8OID));
+    if !ok {
+        let found: Vec<String> = (1..=columns)
+            .map(|n| type_of(n).map_or_else(|| "?".into(), type_name))
+            .collect();
+        errors::links_query_shape(&found);
+    }
+}
+
 fn type_name(oid: pg_sys::Oid) -> String {
     // SAFETY: format_type_be returns a palloc'd name for any type OID.
     unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(oid)) }
@@ -242,11 +257,16 @@ fn simhash_join_links(
             Ok(cursor) => cursor,
             Err(e) => errors::spi_failed("simhash_join_links", &e),
         };
+        let mut shape_checked = false;
         loop {
             let mut batch = match cursor.fetch(FETCH) {
                 Ok(batch) => batch,
                 Err(e) => errors::spi_failed("simhash_join_links", &e),
             };
+            if !shape_checked {
+                links_shape(&batch);
+                shape_checked = true;
+            }
             if batch.is_empty() {
                 break;
             }

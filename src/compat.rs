@@ -8,6 +8,9 @@
 //!   already gives them one typed signature on every version.)
 //! - `ExecutorRun`: its `execute_once` argument is gone in PostgreSQL 18.
 //! - `index_beginscan`: PostgreSQL 18 added an instrumentation argument.
+//! - The role a table of a query is checked as (a view's owner for the
+//!   tables the view reads): on the range table entry up to PostgreSQL 15,
+//!   in the query's permission infos from 16 on.
 
 use std::ffi::c_void;
 
@@ -94,4 +97,38 @@ pub unsafe fn index_beginscan(
     nkeys: i32,
 ) -> pg_sys::IndexScanDesc {
     pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0)
+}
+
+/// The role whose privileges PostgreSQL checks on the table of `rte`
+/// (`InvalidOid`: the current user), as `rte->checkAsUser` says up to
+/// PostgreSQL 15.
+///
+/// # Safety
+/// `rte` is an entry of `parse`'s range table.
+#[cfg(feature = "pg15")]
+pub unsafe fn check_as_user(
+    _parse: *mut pg_sys::Query,
+    rte: *mut pg_sys::RangeTblEntry,
+) -> pg_sys::Oid {
+    (*rte).checkAsUser
+}
+
+/// As above, from PostgreSQL 16 on: the entry's permission info (none for
+/// a table no privilege is checked on, which is then read as nobody).
+///
+/// # Safety
+/// As above.
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+pub unsafe fn check_as_user(
+    parse: *mut pg_sys::Query,
+    rte: *mut pg_sys::RangeTblEntry,
+) -> pg_sys::Oid {
+    if (*rte).perminfoindex == 0 {
+        // No privilege is checked on this table here (a table that only
+        // a view's owner reads and no one is checked for): not the
+        // current user's to probe.
+        return pg_sys::Oid::from(u32::MAX);
+    }
+    let info = pg_sys::getRTEPermissionInfo((*parse).rteperminfos, rte);
+    (*info).checkAsUser
 }

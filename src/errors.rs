@@ -91,14 +91,30 @@ pub fn cluster_query_shape(found: &[String]) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
         "simhash_clusters_query: the query must return two columns, a key and a fingerprint".into(),
-        Some(format!(
-            "It returns {} column{}{}{}.",
-            found.len(),
-            if found.len() == 1 { "" } else { "s" },
-            if found.is_empty() { "" } else { ": " },
-            found.join(", ")
-        )),
+        Some(returns(found)),
         Some("Return the key as smallint, integer or bigint and the fingerprint as simhash64 or bigint, in that order."),
+    )
+}
+
+/// "It returns 2 columns: integer, text." for a query's column types.
+fn returns(found: &[String]) -> String {
+    format!(
+        "It returns {} column{}{}{}.",
+        found.len(),
+        if found.len() == 1 { "" } else { "s" },
+        if found.is_empty() { "" } else { ": " },
+        found.join(", ")
+    )
+}
+
+/// 42804: a query of links for `simhash_join_links` that does not return
+/// two bigint columns.
+pub fn links_query_shape(found: &[String]) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+        "simhash_join_links: the query must return two bigint columns, the keys of a link".into(),
+        Some(returns(found)),
+        Some("Return each link as two bigint keys, for example SELECT a::bigint, b::bigint FROM links."),
     )
 }
 
@@ -243,6 +259,19 @@ pub fn guard_on_citus_shard(relation: &str) -> ! {
     )
 }
 
+/// 55000: another BEFORE row trigger fires after the near-unique guard
+/// and could change the row it checked.
+pub fn guard_not_last(guard: &str, later: &str, relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("near-unique guard \"{guard}\" on \"{relation}\" must be the last BEFORE row trigger"),
+        Some(format!(
+            "Trigger \"{later}\" fires after it (triggers fire in the order of their names) and could change the fingerprint or the text after the guard checked the row."
+        )),
+        Some("Rename that trigger so that its name sorts before the guard's, or make it an AFTER trigger."),
+    )
+}
+
 /// 42P01: `simhash_probe()` on a table that is gone.
 pub fn probe_no_table(relid: u32) -> ! {
     raise(
@@ -269,9 +298,9 @@ pub fn probe_denied(relation: &str, column: &str) -> ! {
         PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
         format!("permission denied for table {relation}"),
         Some(format!(
-            "simhash_probe() needs SELECT on the table or on column \"{column}\"."
+            "simhash_probe() returns row locations (ctid), so it needs SELECT on the whole table, not only on column \"{column}\"."
         )),
-        None,
+        Some("Query the distance itself (fp <~> q <= k): it uses the band indexes with the privileges you have."),
     )
 }
 

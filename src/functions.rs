@@ -107,18 +107,80 @@ thread_local! {
     };
 }
 
-/// Keep the fingerprints computed from now until [`forget_next`] for the
-/// next call with the same text (the last one wins).
-pub fn remember_next() {
+/// Keep the fingerprints computed from now until the returned value is
+/// dropped for the next call with the same text (the last one wins).
+/// Dropped on every way out, an error's unwind included; an error that
+/// leaves some other way aborts the (sub)transaction, whose callback
+/// ([`forget_on_abort`]) disarms it too. Left armed, every later call of
+/// the session would copy its whole text.
+pub fn remember_next() -> Armed {
     MEMO.with(|memo| {
         memo.kept.borrow_mut().take();
         memo.armed.set(true);
     });
+    Armed(())
 }
 
-/// Stop keeping fingerprints; the one kept stays for the next call.
-pub fn forget_next() {
-    MEMO.with(|memo| memo.armed.set(false));
+/// The memo armed by [`remember_next`]: disarmed when dropped; the one
+/// kept stays for the next call.
+#[must_use = "the memo is disarmed when this is dropped"]
+pub struct Armed(());
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        MEMO.with(|memo| memo.armed.set(false));
+    }
+}
+
+/// Whether the memo is armed (for the tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn memo_armed() -> bool {
+    MEMO.with(|memo| memo.armed.get())
+}
+
+/// Disarms the memo and drops what it kept: a transaction or
+/// subtransaction that aborts may have left it armed.
+fn forget_all() {
+    MEMO.with(|memo| {
+        memo.armed.set(false);
+        if let Ok(mut kept) = memo.kept.try_borrow_mut() {
+            kept.take();
+        }
+    });
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn forget_on_abort(
+    event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::XactEvent::XACT_EVENT_ABORT
+        || event == pg_sys::XactEvent::XACT_EVENT_PARALLEL_ABORT
+    {
+        forget_all();
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn forget_on_subabort(
+    event: pg_sys::SubXactEvent::Type,
+    _sub: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        forget_all();
+    }
+}
+
+/// Registers the abort callbacks of the memo (once per process, from
+/// `_PG_init`).
+pub fn install() {
+    // SAFETY: registers callbacks with static lifetime and no argument.
+    unsafe {
+        pg_sys::RegisterXactCallback(Some(forget_on_abort), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(forget_on_subabort), std::ptr::null_mut());
+    }
 }
 
 /// The `text` argument of a strict function of one argument, its pglz

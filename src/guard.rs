@@ -47,7 +47,7 @@ use pgrx::prelude::*;
 
 use crate::errors;
 use crate::functions;
-use crate::layout::{band_indexes, KeyFunctions, PartIndex};
+use crate::layout::{band_indexes, KeyFunctions, PartIndex, RLS_ENABLED};
 use crate::nodes::{lookup_function, oid_list};
 use simhash_core::layout::Layout;
 
@@ -59,7 +59,6 @@ const TRIGGER_EVENT_OPMASK: u32 = 0x3;
 const TRIGGER_EVENT_INSERT: u32 = 0x0;
 const TRIGGER_EVENT_UPDATE: u32 = 0x2;
 const TRIGGER_EVENT_TIMINGMASK: u32 = 0x18;
-pub const RLS_ENABLED: c_int = 2;
 /// elog.h: ERROR.
 const ERROR_LEVEL: c_int = pgrx::PgLogLevel::ERROR as c_int;
 
@@ -220,6 +219,7 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
         errors::guard_wrong_event();
     }
     let updating = op == TRIGGER_EVENT_UPDATE;
+    refuse_later_before_triggers(data, updating);
     let (row, slot) = if updating {
         ((*data).tg_newtuple, (*data).tg_newslot)
     } else {
@@ -262,7 +262,11 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
 
     loop {
         guard.lock(fp);
-        match guard.probe(fp, own_tid) {
+        let new_row = (!updating).then(|| NewRow {
+            relid: (*(*data).tg_relation).rd_id,
+            slot,
+        });
+        match guard.probe(fp, own_tid, new_row) {
             Probe::Clear => return keep,
             Probe::Wait(xid) => {
                 release(guard.statement);
@@ -447,11 +451,11 @@ impl Guard {
         pg_sys::MemoryContextReset((*self.econtext).ecxt_per_tuple_memory);
         (*self.econtext).ecxt_scantuple = slot;
         let mut isnull = false;
-        functions::remember_next();
+        let armed = functions::remember_next();
         let old = pg_sys::MemoryContextSwitchTo((*self.econtext).ecxt_per_tuple_memory);
         let value = pg_sys::ExecEvalExpr(self.generated, self.econtext, &mut isnull);
         pg_sys::MemoryContextSwitchTo(old);
-        functions::forget_next();
+        drop(armed);
         (!isnull).then(|| value.value() as u64)
     }
 
@@ -480,7 +484,18 @@ impl Guard {
 
     /// Looks for a row within `k` of `fp` in every target, other than the
     /// row being updated.
-    unsafe fn probe(&self, fp: u64, own: Option<(Oid, pg_sys::ItemPointerData)>) -> Probe {
+    ///
+    /// A row that `new_row` (the row being inserted) matches on every
+    /// column of a unique index does not count: the index refuses the new
+    /// row, or `INSERT ... ON CONFLICT` updates that row or does nothing,
+    /// exactly as without the guard. Only then the statement's update of
+    /// that row is checked, as every update is.
+    unsafe fn probe(
+        &self,
+        fp: u64,
+        own: Option<(Oid, pg_sys::ItemPointerData)>,
+        new_row: Option<NewRow>,
+    ) -> Probe {
         for target in &self.targets {
             let heap = pg_sys::table_open(target.relid, pg_sys::AccessShareLock as c_int);
             let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
@@ -501,6 +516,14 @@ impl Guard {
                 }
                 if let Some((relid, tid)) = own {
                     if relid == target.relid && same_tid(&tid, &(*slot).tts_tid) {
+                        return None;
+                    }
+                }
+                // The row an upsert would update (or leave alone): a
+                // unique index decides what happens to the new row, as it
+                // would without the guard.
+                if let Some(new) = new_row {
+                    if same_unique_key(heap, slot, new) {
                         return None;
                     }
                 }
@@ -539,7 +562,7 @@ impl Guard {
                             if target.covering {
                                 let within =
                                     |other: u64| simhash_core::hamming(fp, other) <= self.args.k;
-                                crate::tids::covering_matches(scan, slot, &within, &mut |slot| {
+                                crate::layout::covering_matches(scan, slot, &within, &mut |slot| {
                                     outcome = seen(slot);
                                     outcome.is_none()
                                 });
@@ -624,6 +647,81 @@ impl Guard {
                 None => false,
             })
     }
+}
+
+/// The row being inserted: its table and its slot.
+#[derive(Clone, Copy)]
+struct NewRow {
+    relid: Oid,
+    slot: *mut pg_sys::TupleTableSlot,
+}
+
+/// Whether the row in `slot`, of the open table `heap`, has the values of
+/// `new` in every key column of one of the table's valid, immediate,
+/// non-partial unique indexes on plain columns (compared with the index's
+/// own equality; a NULL matches nothing, as in a unique index).
+unsafe fn same_unique_key(
+    heap: pg_sys::Relation,
+    slot: *mut pg_sys::TupleTableSlot,
+    new: NewRow,
+) -> bool {
+    let indexes = oid_list(pg_sys::RelationGetIndexList(heap));
+    let relid = (*heap).rd_id;
+    for index_oid in indexes {
+        let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+        let form = (*index).rd_index;
+        let usable = (*form).indisunique
+            && (*form).indimmediate
+            && (*form).indisvalid
+            && pg_sys::heap_attisnull(
+                (*index).rd_indextuple,
+                pg_sys::Anum_pg_index_indpred as c_int,
+                std::ptr::null_mut(),
+            );
+        let n = usize::try_from((*form).indnkeyatts).unwrap_or(0);
+        let keys = (*form).indkey.values.as_slice(n);
+        let same = usable
+            && n > 0
+            && keys.iter().enumerate().all(|(i, &attno)| {
+                if attno <= 0 {
+                    // An expression: not compared here.
+                    return false;
+                }
+                let name = pg_sys::get_attname(relid, attno, true);
+                if name.is_null() {
+                    return false;
+                }
+                let new_attno = pg_sys::get_attnum(new.relid, name);
+                if new_attno <= 0 {
+                    return false;
+                }
+                let (mut a_null, mut b_null) = (false, false);
+                let a = pg_sys::slot_getattr(slot, c_int::from(attno), &mut a_null);
+                let b = pg_sys::slot_getattr(new.slot, c_int::from(new_attno), &mut b_null);
+                if a_null || b_null {
+                    return false;
+                }
+                let family = *(*index).rd_opfamily.add(i);
+                let input = *(*index).rd_opcintype.add(i);
+                let op = pg_sys::get_opfamily_member(
+                    family,
+                    input,
+                    input,
+                    pg_sys::BTEqualStrategyNumber as i16,
+                );
+                if op == pg_sys::InvalidOid {
+                    return false;
+                }
+                let collation = *(*index).rd_indcollation.add(i);
+                let equal = pg_sys::OidFunctionCall2Coll(pg_sys::get_opcode(op), collation, a, b);
+                equal.value() != 0
+            });
+        pg_sys::index_close(index, pg_sys::AccessShareLock as c_int);
+        if same {
+            return true;
+        }
+    }
+    false
 }
 
 fn same_tid(a: &pg_sys::ItemPointerData, b: &pg_sys::ItemPointerData) -> bool {
@@ -780,6 +878,56 @@ unsafe fn collect_targets(
 }
 
 /// Refuses to run on a Citus shard: the guard would see that shard only.
+/// Refuses to run when another `BEFORE ... FOR EACH ROW` trigger of this
+/// event fires after the guard (triggers fire in the order of their
+/// names): it could fill in or change the fingerprint, or the text it is
+/// generated from, after the guard checked the row, so the guard would
+/// check another row than the one stored (a NULL fingerprint, say, which
+/// it lets through). 55000, naming the trigger. Other guards do not
+/// count: they change no row.
+unsafe fn refuse_later_before_triggers(data: *mut pg_sys::TriggerData, updating: bool) {
+    let rel = (*data).tg_relation;
+    let desc = (*rel).trigdesc;
+    if desc.is_null() {
+        return;
+    }
+    let own = (*data).tg_trigger;
+    let triggers =
+        std::slice::from_raw_parts((*desc).triggers, (*desc).numtriggers.max(0) as usize);
+    let event = if updating {
+        pg_sys::TRIGGER_TYPE_UPDATE
+    } else {
+        pg_sys::TRIGGER_TYPE_INSERT
+    } as i16;
+    let replica =
+        pg_sys::SessionReplicationRole == pg_sys::SESSION_REPLICATION_ROLE_REPLICA as c_int;
+    let Some(at) = triggers.iter().position(|t| t.tgoid == (*own).tgoid) else {
+        return;
+    };
+    for later in &triggers[at + 1..] {
+        let kind = later.tgtype;
+        let before_row = (pg_sys::TRIGGER_TYPE_ROW | pg_sys::TRIGGER_TYPE_BEFORE) as i16;
+        // Another guard (of another column) changes no row.
+        if kind & before_row != before_row || kind & event == 0 || later.tgfoid == (*own).tgfoid {
+            continue;
+        }
+        // As PostgreSQL decides whether a trigger fires in this session.
+        let fires = match later.tgenabled as u8 {
+            b'D' => false,
+            b'A' => true,
+            b'R' => replica,
+            _ => !replica,
+        };
+        if fires {
+            errors::guard_not_last(
+                &CStr::from_ptr((*own).tgname).to_string_lossy(),
+                &CStr::from_ptr(later.tgname).to_string_lossy(),
+                &relation_name((*rel).rd_id),
+            );
+        }
+    }
+}
+
 unsafe fn refuse_citus_shard(relid: Oid) {
     if pg_sys::get_extension_oid(c"citus".as_ptr(), true) == pg_sys::InvalidOid {
         return;

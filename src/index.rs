@@ -444,6 +444,22 @@ unsafe fn covering_probe(
     if pg_sys::get_extension_oid(c"citus".as_ptr(), true) != pg_sys::InvalidOid {
         return None;
     }
+    // The probe hands out row locations, so it asks for SELECT on the
+    // whole table, as the current user (`crate::tids`). Where PostgreSQL
+    // checks the table as another role (the owner of a view the query
+    // reads it through) or the current user may read some columns only,
+    // the band conditions answer instead: the same rows, through the same
+    // indexes, with PostgreSQL's own checks. The plan then depends on the
+    // role: a cached plan is made anew for another one.
+    (*(*root).glob).dependsOnRole = true;
+    let user = pg_sys::GetUserId();
+    let checked_as = crate::compat::check_as_user((*root).parse, rte);
+    if (checked_as != pg_sys::InvalidOid && checked_as != user)
+        || pg_sys::pg_class_aclcheck((*rte).relid, user, pg_sys::ACL_SELECT as pg_sys::AclMode)
+            != pg_sys::AclResult::ACLCHECK_OK
+    {
+        return None;
+    }
     let attname = pg_sys::get_attname((*rte).relid, (*var).varattno, true);
     if attname.is_null() {
         return None;

@@ -223,3 +223,51 @@ unsafe fn part_of_index(
     pg_sys::index_close(index, pg_sys::NoLock as c_int);
     found
 }
+
+/// `check_enable_rls`'s answer for a table whose row-level security applies.
+pub const RLS_ENABLED: std::ffi::c_int = 2;
+
+/// Hands `found` each row version the started scan `scan` (on a covering
+/// band index, `xs_want_itup` set, keys given) leads to whose fingerprint,
+/// read from the index entry, is `within`: the table is visited for those
+/// only (`index_fetch_heap`, which follows the HOT chain to the version
+/// the scan's snapshot sees; with a non-MVCC snapshot there can be more
+/// than one). `found` returns `false` to stop; so does this, then.
+///
+/// # Safety
+/// `scan` is a started B-tree scan of a covering band index (key, then
+/// the fingerprint); `slot` fits the scan's table.
+pub unsafe fn covering_matches(
+    scan: pg_sys::IndexScanDesc,
+    slot: *mut pg_sys::TupleTableSlot,
+    within: &dyn Fn(u64) -> bool,
+    found: &mut dyn FnMut(*mut pg_sys::TupleTableSlot) -> bool,
+) -> bool {
+    loop {
+        let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
+        if tid.is_null() {
+            return true;
+        }
+        // A hot band value can have many entries.
+        pgrx::check_for_interrupts!();
+        let mut values = [pg_sys::Datum::from(0usize); 2];
+        let mut nulls = [true; 2];
+        pg_sys::index_deform_tuple(
+            (*scan).xs_itup,
+            (*scan).xs_itupdesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+        if nulls[1] || !within(values[1].value() as u64) {
+            continue;
+        }
+        while pg_sys::index_fetch_heap(scan, slot) {
+            if !found(slot) {
+                return false;
+            }
+            if !(*scan).xs_heap_continue {
+                break;
+            }
+        }
+    }
+}

@@ -42,7 +42,16 @@ extension_sql_file!("../sql/simhash.sql", name = "simhash_surface", bootstrap);
 /// distributed tables (see `deferred`).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    // A Rust backtrace in an error's DETAIL tells a client about the
+    // server's code, and pgrx adds one whenever backtraces are enabled
+    // (RUST_BACKTRACE in the server's environment). Errors keep their
+    // message, detail and hint; a developer who wants the backtraces sets
+    // RUST_LIB_BACKTRACE=1 explicitly.
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        std::env::set_var("RUST_LIB_BACKTRACE", "0");
+    }
     rewrite::install();
+    functions::install();
     deferred::install();
     // SAFETY: a plain read of a flag PostgreSQL sets while preloading.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {

@@ -46,6 +46,33 @@ mod tests {
     }
 
     #[pg_test]
+    fn an_error_in_a_generated_column_leaves_the_memo_disarmed() {
+        // The guard arms the memo while it evaluates the generated column's
+        // expression; an error there must not leave it armed for the rest
+        // of the session (every later simhash() would copy its text).
+        Spi::run(
+            "CREATE TABLE memo_t (id int, body text, \
+                 fp simhash64 GENERATED ALWAYS AS \
+                   (simhash(CASE WHEN body = 'boom' THEN (1 / 0)::text ELSE body END)) STORED); \
+             SELECT simhash_add_guard('memo_t', 'fp', 3, 'error', NULL)",
+        )
+        .expect("set-up");
+        assert!(!crate::functions::memo_armed());
+        Spi::run(
+            "DO $$ BEGIN INSERT INTO memo_t (id, body) VALUES (1, 'boom'); \
+             EXCEPTION WHEN division_by_zero THEN NULL; END $$",
+        )
+        .expect("the error is caught");
+        assert!(!crate::functions::memo_armed(), "armed after an error");
+        Spi::run("INSERT INTO memo_t (id, body) VALUES (2, 'fine text here')").expect("insert");
+        assert!(!crate::functions::memo_armed(), "armed after a row");
+        let stored = Spi::get_one::<bool>(
+            "SELECT fp = simhash('fine text here') FROM memo_t WHERE id = 2",
+        );
+        assert_eq!(stored, Ok(Some(true)));
+    }
+
+    #[pg_test]
     fn the_type_is_eight_bytes_by_value() {
         let row = Spi::get_two::<i16, bool>(
             "SELECT typlen, typbyval FROM pg_type WHERE typname = 'simhash64'",

@@ -30,8 +30,7 @@ use pgrx::prelude::*;
 use simhash_core::layout::Layout;
 
 use crate::errors;
-use crate::guard::RLS_ENABLED;
-use crate::layout::{band_indexes, scan_key_value, KeyFunctions};
+use crate::layout::{band_indexes, covering_matches, scan_key_value, KeyFunctions, RLS_ENABLED};
 
 /// The largest `k` the covering layout is probed for (the 16-bit bands').
 pub fn covering_serves(k: i32) -> bool {
@@ -105,10 +104,10 @@ fn simhash_probe_fn(
             .unwrap_or_else(|| errors::column_not_simhash64(col, &relname));
         let user = pg_sys::GetUserId();
         let select = pg_sys::ACL_SELECT as pg_sys::AclMode;
-        if pg_sys::pg_class_aclcheck(tbl, user, select) != pg_sys::AclResult::ACLCHECK_OK
-            && pg_sys::pg_attribute_aclcheck(tbl, attno, user, select)
-                != pg_sys::AclResult::ACLCHECK_OK
-        {
+        // SELECT on the whole table, as `SELECT ctid` asks: a role that
+        // may read some columns only gets no row locations (its distance
+        // queries use the band conditions, `crate::index`).
+        if pg_sys::pg_class_aclcheck(tbl, user, select) != pg_sys::AclResult::ACLCHECK_OK {
             errors::probe_denied(&relname, col);
         }
         if pg_sys::check_enable_rls(tbl, pg_sys::InvalidOid, true) == RLS_ENABLED {
@@ -208,51 +207,6 @@ fn simhash_probe_fn(
     }
 }
 
-/// Hands `found` each row version the started scan `scan` (on a covering
-/// band index, `xs_want_itup` set, keys given) leads to whose fingerprint,
-/// read from the index entry, is `within`: the table is visited for those
-/// only (`index_fetch_heap`, which follows the HOT chain to the version
-/// the scan's snapshot sees; with a non-MVCC snapshot there can be more
-/// than one). `found` returns `false` to stop; so does this, then.
-///
-/// # Safety
-/// `scan` is a started B-tree scan of a covering band index (key, then
-/// the fingerprint); `slot` fits the scan's table.
-pub unsafe fn covering_matches(
-    scan: pg_sys::IndexScanDesc,
-    slot: *mut pg_sys::TupleTableSlot,
-    within: &dyn Fn(u64) -> bool,
-    found: &mut dyn FnMut(*mut pg_sys::TupleTableSlot) -> bool,
-) -> bool {
-    loop {
-        let tid = pg_sys::index_getnext_tid(scan, pg_sys::ScanDirection::ForwardScanDirection);
-        if tid.is_null() {
-            return true;
-        }
-        // A hot band value can have many entries.
-        pgrx::check_for_interrupts!();
-        let mut values = [pg_sys::Datum::from(0usize); 2];
-        let mut nulls = [true; 2];
-        pg_sys::index_deform_tuple(
-            (*scan).xs_itup,
-            (*scan).xs_itupdesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
-        if nulls[1] || !within(values[1].value() as u64) {
-            continue;
-        }
-        while pg_sys::index_fetch_heap(scan, slot) {
-            if !found(slot) {
-                return false;
-            }
-            if !(*scan).xs_heap_continue {
-                break;
-            }
-        }
-    }
-}
-
 /// Whether the fingerprint column of the row in `slot` is within k.
 unsafe fn slot_within(
     slot: *mut pg_sys::TupleTableSlot,
@@ -279,16 +233,18 @@ unsafe fn remember(flinfo: *mut pg_sys::FmgrInfo, key: Key, tids: &[pg_sys::Item
     }
     // The cache lives as long as the function's memory context; the
     // callback drops the Rust value (and its vector) when it goes.
+    // The callback's memory first: if its allocation fails (an error), no
+    // box has been made yet to leak.
     let context = (*flinfo).fn_mcxt;
-    let boxed = Box::into_raw(Box::new(Cached {
-        key,
-        tids: tids.to_vec(),
-    }));
     let callback = pg_sys::MemoryContextAlloc(
         context,
         std::mem::size_of::<pg_sys::MemoryContextCallback>(),
     )
     .cast::<pg_sys::MemoryContextCallback>();
+    let boxed = Box::into_raw(Box::new(Cached {
+        key,
+        tids: tids.to_vec(),
+    }));
     (*callback).func = Some(drop_cached);
     (*callback).arg = boxed.cast();
     (*callback).next = std::ptr::null_mut();

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The upgrades from 0.1.0, 0.2.0, 0.3.0 and 0.4.0 to the current version, on
+# The upgrades from every earlier release (0.1.0 to 0.6.0) to the current
+# version, each installed from the first base script and the update chain, on
 # stored data: a table with a generated fingerprint column and band indexes made
 # under the old version keeps its values (definition version 1 or 2)
 # through the library upgrade and through ALTER EXTENSION ... UPDATE, the
@@ -127,3 +128,4 @@ upgrade_from 0.2.0 simhash_v2
 upgrade_from 0.3.0 simhash
 upgrade_from 0.4.0 simhash
 upgrade_from 0.5.0 simhash
+upgrade_from 0.6.0 simhash
