@@ -857,6 +857,21 @@ impl Fingerprinter {
         fp.map_err(|Interrupted| BytesError::Interrupted)
     }
 
+    /// Version 3 of `text` by the definition's plain path alone: every
+    /// feature walked as a string, hashed and counted in a hash map, with
+    /// scalar weights and counters; none of the dense table, the byte scan,
+    /// the vector instructions of [`Self::with_simd`] or any per-thread
+    /// state. The same bits as [`Self::fingerprint_as`] with
+    /// [`Version::V3`]: the oracle that the fuzz targets (`fuzz/`) and the
+    /// property tests hold every fast path to, not for production use.
+    #[doc(hidden)]
+    pub fn fingerprint_v3_reference(&self, text: &str) -> Option<u64> {
+        match self.fingerprint_v3_general(&V3Options::DEFINITION, text, || true, V3_MAX_COUNTED) {
+            Ok(fp) => fp,
+            Err(Interrupted) => unreachable!("nothing interrupts this walk"),
+        }
+    }
+
     /// [`Self::fingerprint_v3_bounded`] without the table of
     /// [`dense`]: every feature counted in a hash map, the hash space
     /// split into parts when there are too many.
