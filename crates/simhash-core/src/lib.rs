@@ -34,6 +34,7 @@ mod part;
 pub mod pglz;
 pub mod probe;
 pub mod scatter;
+pub mod similarity;
 pub mod text;
 pub mod weights;
 
