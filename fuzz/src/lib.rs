@@ -345,11 +345,11 @@ pub fn stopped_then_fresh(
         }
     }
     let mut calls = 0;
-    let got = fp.fingerprint_bytes_checked_as(Version::V3, &text, || {
+    let walk = fp.fingerprint_bytes_checked_as(Version::V3, &text, || {
         calls += 1;
         calls < stop_at
     });
-    match got {
+    match walk {
         Err(BytesError::Interrupted) => {
             assert_eq!(calls, stop_at, "stopped at the call that said stop")
         }
@@ -357,7 +357,7 @@ pub fn stopped_then_fresh(
             assert!(std::str::from_utf8(&text).is_err(), "NotUtf8 of UTF-8")
         }
         Ok(_) => assert_eq!(
-            got,
+            walk,
             expected_v3(&text),
             "{:?}: a walk that went to the end",
             fp.simd()
@@ -372,7 +372,7 @@ pub fn stopped_then_fresh(
         assert_eq!(
             got,
             expected_v3(probe),
-            "{:?}: {probe:x?} after a walk of {} bytes stopped by {got:?} at call {stop_at}",
+            "{:?}: {probe:x?} after a walk of {} bytes that ended {walk:?} (stop at call {stop_at})",
             fp.simd(),
             text.len(),
         );
