@@ -164,11 +164,34 @@ BEGIN
 END
 $$;
 
--- simhash_add_guard: refuses (55000) while another BEFORE row trigger of
--- INSERT or UPDATE would fire after the guard and could change the row it
--- checked.
-CREATE OR REPLACE FUNCTION simhash_add_guard(tbl regclass, col name DEFAULT 'fp', k integer DEFAULT 3,
-                                  on_conflict text DEFAULT 'error', key_col name DEFAULT 'id')
+-- Verified near-duplicates: the similarity of two texts, the rule of
+-- record, the explanation of a pair, and the threshold's default.
+CREATE FUNCTION simhash_similarity(a text, b text) RETURNS double precision
+    AS 'MODULE_PATHNAME', 'simhash_similarity_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+
+CREATE FUNCTION simhash_is_near_duplicate(a text, b text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_is_near_duplicate_text_wrapper'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE COST 2000;
+
+CREATE FUNCTION simhash_explain(a text, b text, top integer DEFAULT 10) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'simhash_explain_text_wrapper'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE COST 5000;
+
+CREATE FUNCTION simhash_setting_threshold() RETURNS double precision
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    RETURN coalesce(nullif(current_setting('simhash.similarity_threshold', true), '')::double precision, 0.82);
+
+-- simhash_add_guard: verification on a text column (text_col,
+-- threshold); refuses (55000) while another BEFORE row trigger of INSERT
+-- or UPDATE would fire after the guard and could change the row it
+-- checked. New arguments: dropped and made anew (triggers call
+-- simhash_near_unique, not this).
+DROP FUNCTION simhash_add_guard(regclass, name, integer, text, name);
+CREATE FUNCTION simhash_add_guard(tbl regclass, col name DEFAULT 'fp', k integer DEFAULT 3,
+                                  on_conflict text DEFAULT 'error', key_col name DEFAULT 'id',
+                                  text_col name DEFAULT NULL, threshold double precision DEFAULT NULL)
     RETURNS name
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -178,6 +201,7 @@ DECLARE
     distributed boolean := false;
     guard name := left(col, 40) || '_near_unique';
     later name;
+    text_type oid;
 BEGIN
     SELECT cl.relowner INTO owner FROM pg_class cl WHERE cl.oid = tbl;
     IF NOT pg_has_role(owner, 'USAGE') THEN
@@ -206,6 +230,31 @@ BEGIN
         RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl
             USING ERRCODE = '42703';
     END IF;
+    IF text_col IS NULL AND threshold IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_add_guard() threshold needs the text column to verify on'
+            USING ERRCODE = '22023';
+    END IF;
+    IF text_col IS NOT NULL THEN
+        SELECT a.atttypid INTO text_type FROM pg_attribute a
+        WHERE a.attrelid = tbl AND a.attname = text_col AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'column "%" of relation % does not exist', text_col, tbl
+                USING ERRCODE = '42703';
+        END IF;
+        IF text_type <> 'text'::regtype THEN
+            RAISE EXCEPTION 'column "%" of relation % is of type %, not text', text_col, tbl, format_type(text_type, NULL)
+                USING ERRCODE = '42804';
+        END IF;
+        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
+            RAISE EXCEPTION 'simhash_add_guard() similarity threshold must be from 0 to 1, not %', threshold
+                USING ERRCODE = '22023';
+        END IF;
+        IF key_col IS NULL THEN
+            RAISE EXCEPTION 'simhash_add_guard() with a text column needs a key column'
+                USING ERRCODE = '22023', HINT = 'Give key_col (default ''id'').';
+        END IF;
+    END IF;
     -- The guard must see the row as it will be stored: no other BEFORE
     -- row trigger of INSERT or UPDATE may fire after it (triggers fire in
     -- the order of their names). The guard checks this on every row too.
@@ -228,9 +277,15 @@ BEGIN
                    WHERE l = '4x16' OR k <= 7) THEN
         PERFORM @extschema@.simhash_add_bands(tbl, col, CASE WHEN k > 7 THEN '4x16' ELSE 'auto' END);
     END IF;
-    EXECUTE format('CREATE OR REPLACE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION @extschema@.simhash_near_unique(%L, %L, %L, %L)',
-                   guard, tbl, col, k, lower(on_conflict), key_col);
+    IF text_col IS NULL THEN
+        EXECUTE format('CREATE OR REPLACE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
+                       'EXECUTE FUNCTION @extschema@.simhash_near_unique(%L, %L, %L, %L)',
+                       guard, tbl, col, k, lower(on_conflict), key_col);
+    ELSE
+        EXECUTE format('CREATE OR REPLACE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
+                       'EXECUTE FUNCTION @extschema@.simhash_near_unique(%L, %L, %L, %L, %L, %L)',
+                       guard, tbl, col, k, lower(on_conflict), key_col, text_col, threshold::text);
+    END IF;
     IF lower(on_conflict) = 'skip' THEN
         EXECUTE format('CREATE OR REPLACE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION @extschema@.simhash_near_unique_report()',
@@ -242,12 +297,16 @@ BEGIN
 END
 $$;
 
--- simhash_clusters: every name of the generated statements qualified (a
--- table with a column named "b" made the bucket path fail with 42702).
-CREATE OR REPLACE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
-                                 key_col name DEFAULT 'id', singletons boolean DEFAULT true)
+-- simhash_clusters: verified clustering (text_col, threshold); every name
+-- of the generated statements qualified (a table with a column named "b"
+-- made the bucket path fail with 42702). New arguments: dropped and made
+-- anew.
+DROP FUNCTION simhash_clusters(regclass, name, integer, name, boolean);
+CREATE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
+                                 key_col name DEFAULT 'id', singletons boolean DEFAULT true,
+                                 text_col name DEFAULT NULL, threshold double precision DEFAULT NULL)
     RETURNS TABLE (id bigint, cluster bigint)
-    LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -256,15 +315,52 @@ DECLARE
     links text;
     cap double precision;
 BEGIN
+    -- As a strict function: no rows for a NULL among the first five.
+    IF tbl IS NULL OR fp_col IS NULL OR k IS NULL OR key_col IS NULL OR singletons IS NULL THEN
+        RETURN;
+    END IF;
     -- k out of range: the same 22023 on both paths, before any work.
     PERFORM @extschema@.simhash_bucket_keys(0::bigint::@extschema@.simhash64, k);
+    IF text_col IS NULL AND threshold IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_clusters: a threshold needs the text column to verify on'
+            USING ERRCODE = '22023';
+    END IF;
+    IF text_col IS NOT NULL THEN
+        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
+            RAISE EXCEPTION 'simhash_clusters: the similarity threshold must be from 0 to 1, not %', threshold
+                USING ERRCODE = '22023';
+        END IF;
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                       WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) text_col
+                         AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
+                         AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.text'::pg_catalog.regtype) THEN
+            RAISE EXCEPTION 'column "%" of relation % is not a text column', text_col, tbl
+                USING ERRCODE = '42804';
+        END IF;
+    END IF;
     IF EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus') THEN
         EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
                                 WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1
                                   AND p.partmethod OPERATOR(pg_catalog.=) ''h'')'
             INTO distributed USING tbl;
     END IF;
-    IF NOT distributed THEN
+    IF text_col IS NOT NULL AND distributed THEN
+        RAISE EXCEPTION 'simhash_clusters: verified clustering of distributed table % is not supported', tbl
+            USING ERRCODE = '0A000',
+                  HINT = 'Cluster by fingerprint alone (without text_col), then verify the pairs of each cluster with simhash_similarity().';
+    ELSIF text_col IS NOT NULL THEN
+        -- The verified pairs: each row's neighbours within k through the
+        -- band indexes, each pair once, kept when their texts agree.
+        links := pg_catalog.format(
+            'SELECT x.%1$I::bigint, y.%1$I::bigint
+               FROM %2$s x JOIN %2$s y
+                 ON y.%3$I OPERATOR(@extschema@.<~>) x.%3$I OPERATOR(pg_catalog.<=) %4$s
+                AND y.%1$I::bigint OPERATOR(pg_catalog.>) x.%1$I::bigint
+              WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
+                AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s',
+            key_col, tbl, fp_col, k, text_col, threshold);
+    ELSIF NOT distributed THEN
         -- In memory (about 75 bytes a row) when that fits in
         -- simhash.cluster_memory (default 1GB); else by buckets, whose
         -- grouping PostgreSQL spills to disk past work_mem.
@@ -325,3 +421,7 @@ BEGIN
 END
 $$;
 
+
+-- simhash_review: a self-contained HTML page to review near-duplicate
+-- candidates of a table (written by the review page's author; see the
+-- README's "Reviewing a table").

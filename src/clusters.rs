@@ -34,6 +34,11 @@ fn simhash_clusters_query(
     let mut rows: Vec<(i64, u64)> = Vec::new();
     Spi::connect(|client| {
         let simhash64 = simhash64_type(client);
+        // Memory: at most simhash.cluster_memory, as the table's path
+        // decides it, checked as the rows come in; past it, or when the
+        // allocator says no, 53200 rather than an aborted backend.
+        let (cap, cap_text) = cluster_memory(client);
+        let max_rows = usize::try_from(cap / BYTES_PER_ROW).unwrap_or(usize::MAX);
         let mut cursor = match client.try_open_cursor(query, &[]) {
             Ok(cursor) => cursor,
             Err(e) => errors::spi_failed("simhash_clusters_query", &e),
@@ -50,6 +55,12 @@ fn simhash_clusters_query(
             };
             if batch.is_empty() {
                 break;
+            }
+            if rows.len().saturating_add(batch.len()) > max_rows {
+                errors::cluster_memory_exceeded(rows.len() + batch.len(), &cap_text);
+            }
+            if rows.try_reserve(batch.len()).is_err() {
+                errors::out_of_memory("simhash_clusters_query", rows.len() + batch.len());
             }
             while batch.next().is_some() {
                 let key = batch.get_datum_by_ordinal(1).ok().flatten();
@@ -101,6 +112,26 @@ fn simhash_clusters_query(
     };
     drop(rows);
     TableIterator::new(clusters)
+}
+
+/// What clustering holds per row, about: the row, its place in the sort
+/// and the union-find (the `simhash_clusters` wrapper's estimate too).
+const BYTES_PER_ROW: i64 = 75;
+
+/// simhash.cluster_memory in bytes, and as set (default 1GB).
+fn cluster_memory(client: &pgrx::spi::SpiClient<'_>) -> (i64, String) {
+    let row = client
+        .select(
+            "SELECT s, pg_catalog.pg_size_bytes(s) FROM (SELECT COALESCE(NULLIF(\
+             pg_catalog.current_setting('simhash.cluster_memory', true), ''), '1GB') AS s) x",
+            Some(1),
+            &[],
+        )
+        .unwrap_or_else(|e| errors::spi_failed("simhash.cluster_memory", &e));
+    let row = row.first();
+    let text = row.get::<String>(1).ok().flatten().unwrap_or_else(|| "1GB".into());
+    let bytes = row.get::<i64>(2).ok().flatten().unwrap_or(1 << 30);
+    (bytes, text)
 }
 
 /// The OID of the extension's `simhash64` type, looked up through the

@@ -86,6 +86,56 @@ pub fn too_many_fingerprints(distinct: usize) -> ! {
     )
 }
 
+/// 22023: the verified guard's similarity threshold.
+pub fn guard_bad_threshold(given: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_near_unique() similarity threshold must be a number from 0 to 1, not \"{given}\""),
+        None,
+        None,
+    )
+}
+
+/// 42804: the verified guard's text column is not of type text.
+pub fn guard_text_not_text(column: &str, relation: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+        format!("column \"{column}\" of relation {relation} is not of type text"),
+        Some("The near-unique guard verifies candidates on a text column.".into()),
+        None,
+    )
+}
+
+/// 22023: `simhash_explain` asked for a negative number of features.
+pub fn explain_bad_top(top: i32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_explain: the number of features must be 0 or more, not {top}"),
+        None,
+        None,
+    )
+}
+
+/// 53200: clustering in memory would take more than simhash.cluster_memory.
+pub fn cluster_memory_exceeded(rows: usize, cap: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        format!("simhash_clusters_query: {rows} rows need more than simhash.cluster_memory ({cap})"),
+        Some("Clustering in memory holds about 75 bytes a row.".into()),
+        Some("Use simhash_clusters(), which clusters a larger table by buckets on disk, or raise simhash.cluster_memory."),
+    )
+}
+
+/// 53200: the allocator refused memory Rust code asked for.
+pub fn out_of_memory(what: &str, items: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        "out of memory".into(),
+        Some(format!("{what} could not hold {items} rows.")),
+        None,
+    )
+}
+
 /// 42804: a clustering query whose rows are not (key, fingerprint).
 pub fn cluster_query_shape(found: &[String]) -> ! {
     raise(
@@ -192,7 +242,7 @@ pub fn guard_wrong_event() -> ! {
 pub fn guard_argument_count() -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        "simhash_near_unique() takes 2 to 4 arguments: column, k [, error | skip [, key column]]"
+        "simhash_near_unique() takes 2, 3, 4 or 6 arguments: column, k [, error | skip [, key column [, text column, similarity threshold]]]"
             .into(),
         None,
         None,

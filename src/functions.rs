@@ -37,7 +37,7 @@ fn utf8_text(bytes: &[u8]) -> &str {
 }
 
 /// 0A000 unless the database is UTF-8.
-fn check_utf8_database() {
+pub fn check_utf8_database() {
     // SAFETY: plain reads of the session's database encoding.
     let encoding = unsafe { pg_sys::GetDatabaseEncoding() };
     if encoding != pg_sys::pg_enc::PG_UTF8 as i32 {
@@ -69,6 +69,12 @@ fn fingerprint(version: Version, text: &[u8]) -> Option<i64> {
     };
     MEMO.with(|memo| memo.keep(version, text, fp));
     fp
+}
+
+/// The fingerprint of `text` under definition 3 (the default), as
+/// `simhash(text)` computes it.
+pub fn fingerprint_v3(text: &[u8]) -> Option<i64> {
+    fingerprint(Version::V3, text)
 }
 
 /// One fingerprint kept for the call that comes right after: the

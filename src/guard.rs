@@ -90,6 +90,9 @@ struct Args {
     skip: bool,
     key: CString,
     key_given: bool,
+    /// The text column a candidate's similarity is verified on, and the
+    /// threshold (the verified guard); `None`: the fingerprint decides.
+    verify: Option<(CString, f64)>,
 }
 
 /// One leaf table the guard checks.
@@ -105,6 +108,8 @@ struct Target {
     /// Whether those indexes are the covering bands, whose entries hold
     /// the fingerprint: the table is visited only for entries within `k`.
     covering: bool,
+    /// The verified text column's number, when the guard verifies.
+    text_attno: Option<i16>,
 }
 
 /// What a statement's calls of one trigger share: worked out on its first
@@ -260,13 +265,21 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
         None
     };
 
+    // The new row's text, when the guard verifies on it.
+    let new_text = match &guard.args.verify {
+        Some((column, _)) => {
+            let attno = text_column((*(*data).tg_relation).rd_id, column);
+            text_of(slot, attno)
+        }
+        None => None,
+    };
     loop {
         guard.lock(fp);
         let new_row = (!updating).then(|| NewRow {
             relid: (*(*data).tg_relation).rd_id,
             slot,
         });
-        match guard.probe(fp, own_tid, new_row) {
+        match guard.probe(fp, own_tid, new_row, new_text) {
             Probe::Clear => return keep,
             Probe::Wait(xid) => {
                 release(guard.statement);
@@ -495,6 +508,7 @@ impl Guard {
         fp: u64,
         own: Option<(Oid, pg_sys::ItemPointerData)>,
         new_row: Option<NewRow>,
+        new_text: Option<&[u8]>,
     ) -> Probe {
         for target in &self.targets {
             let heap = pg_sys::table_open(target.relid, pg_sys::AccessShareLock as c_int);
@@ -525,6 +539,16 @@ impl Guard {
                 if let Some(new) = new_row {
                     if same_unique_key(heap, slot, new) {
                         return None;
+                    }
+                }
+                // The verified guard: a candidate whose text is not
+                // similar enough is no near-duplicate (and no transaction
+                // to wait for).
+                if let (Some((_, threshold)), Some(attno)) = (&self.args.verify, target.text_attno) {
+                    if let (Some(theirs), Some(ours)) = (text_of(slot, attno), new_text) {
+                        if crate::verify::similarity_of(theirs, ours) < *threshold {
+                            return None;
+                        }
                     }
                 }
                 let xwait = if (*dirty).xmin != pg_sys::InvalidTransactionId {
@@ -724,6 +748,14 @@ unsafe fn same_unique_key(
     false
 }
 
+/// The bytes of the text column `attno` of the row in `slot`, `None` for
+/// a NULL (such a row is checked by its fingerprint alone).
+unsafe fn text_of<'a>(slot: *mut pg_sys::TupleTableSlot, attno: i16) -> Option<&'a [u8]> {
+    let mut isnull = false;
+    let value = pg_sys::slot_getattr(slot, c_int::from(attno), &mut isnull);
+    (!isnull).then(|| crate::detoast::text_bytes(value))
+}
+
 fn same_tid(a: &pg_sys::ItemPointerData, b: &pg_sys::ItemPointerData) -> bool {
     a.ip_blkid.bi_hi == b.ip_blkid.bi_hi
         && a.ip_blkid.bi_lo == b.ip_blkid.bi_lo
@@ -748,7 +780,7 @@ unsafe fn key_text(slot: *mut pg_sys::TupleTableSlot, attno: i16, typid: Oid) ->
 /// The trigger's arguments: column, k [, error | skip [, key column]].
 unsafe fn parse_args(trigger: *mut pg_sys::Trigger) -> Args {
     let n = (*trigger).tgnargs as usize;
-    if !(2..=4).contains(&n) {
+    if !(2..=6).contains(&n) || n == 5 {
         errors::guard_argument_count();
     }
     let arg = |i: usize| CStr::from_ptr(*(*trigger).tgargs.add(i));
@@ -765,10 +797,20 @@ unsafe fn parse_args(trigger: *mut pg_sys::Trigger) -> Args {
             _ => errors::guard_bad_action(&arg(2).to_string_lossy()),
         },
     };
-    let (key, key_given) = if n == 4 {
+    let (key, key_given) = if n >= 4 {
         (arg(3).to_owned(), true)
     } else {
         (c"id".to_owned(), false)
+    };
+    let verify = if n == 6 {
+        let threshold_text = arg(5).to_string_lossy();
+        let threshold = match threshold_text.trim().parse::<f64>() {
+            Ok(t) if (0.0..=1.0).contains(&t) => t,
+            _ => errors::guard_bad_threshold(&threshold_text),
+        };
+        Some((arg(4).to_owned(), threshold))
+    } else {
+        None
     };
     Args {
         column: arg(0).to_owned(),
@@ -776,7 +818,20 @@ unsafe fn parse_args(trigger: *mut pg_sys::Trigger) -> Args {
         skip,
         key,
         key_given,
+        verify,
     }
+}
+
+/// The number of the text column `column` of `relid`: 42703 when it has
+/// none, 42804 when it is not of type text.
+unsafe fn text_column(relid: Oid, column: &CStr) -> i16 {
+    let attno = attnum(relid, column).unwrap_or_else(|| {
+        errors::guard_no_column(&column.to_string_lossy(), &relation_name(relid))
+    });
+    if pg_sys::get_atttype(relid, attno) != pg_sys::TEXTOID {
+        errors::guard_text_not_text(&column.to_string_lossy(), &relation_name(relid));
+    }
+    attno
 }
 
 /// The column's number, if `relid` has it.
@@ -868,12 +923,14 @@ unsafe fn collect_targets(
     };
     pg_sys::table_close(rel, pg_sys::NoLock as c_int);
     let key_attno = attnum(relid, &args.key);
+    let text_attno = args.verify.as_ref().map(|(column, _)| text_column(relid, column));
     out.push(Target {
         relid,
         fp_attno,
         key: key_attno.map(|attno| (attno, pg_sys::get_atttype(relid, attno))),
         bands,
         covering,
+        text_attno,
     });
 }
 

@@ -16,6 +16,7 @@ mod nodes;
 mod rewrite;
 mod tids;
 mod types;
+mod verify;
 
 /// The module's version as PostgreSQL 18 reports it
 /// (`pg_get_loaded_modules()`). Given explicitly: pgrx 0.18's
@@ -30,6 +31,7 @@ const MODULE_VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nu
 ::pgrx::pg_module_magic!(name = c"simhash", version = MODULE_VERSION);
 
 extension_sql_file!("../sql/simhash.sql", name = "simhash_surface", bootstrap);
+extension_sql_file!("../sql/review.sql", name = "simhash_review", finalize);
 
 /// Loaded through `shared_preload_libraries`, this runs in the postmaster:
 /// building the fingerprinter there (about 1 s, tens of MB) means every
@@ -52,6 +54,7 @@ pub extern "C-unwind" fn _PG_init() {
     }
     rewrite::install();
     functions::install();
+    verify::install();
     deferred::install();
     // SAFETY: a plain read of a flag PostgreSQL sets while preloading.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {

@@ -54,7 +54,7 @@ mod tests {
             "CREATE TABLE memo_t (id int, body text, \
                  fp simhash64 GENERATED ALWAYS AS \
                    (simhash(CASE WHEN body = 'boom' THEN (1 / 0)::text ELSE body END)) STORED); \
-             SELECT simhash_add_guard('memo_t', 'fp', 3, 'error', NULL)",
+             SELECT simhash_add_guard('memo_t', 'fp', 3, 'error')",
         )
         .expect("set-up");
         assert!(!crate::functions::memo_armed());

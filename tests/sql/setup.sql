@@ -10,3 +10,17 @@ BEGIN
 EXCEPTION WHEN others THEN
     RETURN SQLSTATE || ' ' || SQLERRM;
 END $$;
+
+-- Whether the plan of a query has a node whose line contains `node`.
+CREATE FUNCTION plan_has(query text, node text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+        IF strpos(line, node) > 0 THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
+END $$;
+GRANT EXECUTE ON FUNCTION plan_has(text, text) TO PUBLIC;

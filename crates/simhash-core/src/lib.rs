@@ -24,6 +24,7 @@ pub mod accumulate;
 pub mod cluster;
 pub mod cpu;
 pub mod distance;
+pub mod explain;
 pub mod fingerprint;
 pub mod fold;
 pub mod guard;

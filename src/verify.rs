@@ -1,0 +1,165 @@
+//! Verified near-duplicates: `simhash_similarity(a, b)`, the rule of
+//! record `simhash_is_near_duplicate(a, b)` with its two settings, and
+//! `simhash_explain(a, b)`. The definitions are the core's
+//! (`simhash_core::similarity`, `simhash_core::explain`).
+
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::prelude::*;
+use pgrx::JsonB;
+use simhash_core::similarity::{similarity_bytes_checked, SimilarityError, Span};
+
+use crate::errors;
+use crate::functions;
+
+/// The rule's fingerprint distance: candidates within it are verified.
+/// Up to 11, the largest distance the band indexes answer exactly.
+pub const DEFAULT_K: i32 = 11;
+/// The rule's similarity threshold.
+pub const DEFAULT_THRESHOLD: f64 = 0.82;
+
+/// `simhash.verify_k`.
+pub static VERIFY_K: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_K);
+/// `simhash.similarity_threshold`.
+pub static THRESHOLD: GucSetting<f64> = GucSetting::<f64>::new(DEFAULT_THRESHOLD);
+
+/// Defines the settings (once per process, from `_PG_init`).
+pub fn install() {
+    GucRegistry::define_int_guc(
+        c"simhash.verify_k",
+        c"Fingerprint distance within which the rule of record verifies a pair on its texts.",
+        c"simhash_is_near_duplicate() and the verified guard and clustering use it where no k is given. At most 11, the largest distance the band indexes answer exactly.",
+        &VERIFY_K,
+        0,
+        11,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"simhash.similarity_threshold",
+        c"Similarity (simhash_similarity) at or above which a candidate pair is a near-duplicate.",
+        c"The rule of record: fingerprint distance at most simhash.verify_k and simhash_similarity at least this.",
+        &THRESHOLD,
+        0.0,
+        1.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// The similarity of two texts' bytes, checking for a cancel as it reads.
+pub fn similarity_of(a: &[u8], b: &[u8]) -> f64 {
+    functions::check_utf8_database();
+    let checked = similarity_bytes_checked(a, b, || {
+        pgrx::check_for_interrupts!();
+        true
+    });
+    match checked {
+        Ok(s) => s,
+        Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
+        // The closure never says stop: a cancel leaves by PostgreSQL's error.
+        Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
+    }
+}
+
+/// The two `text` arguments of a strict function of two, decoded.
+///
+/// # Safety
+/// `fcinfo` is the call's own, of a strict function of two `text`
+/// arguments.
+unsafe fn two_texts<'a>(fcinfo: pg_sys::FunctionCallInfo) -> (&'a [u8], &'a [u8]) {
+    let args = (*fcinfo).args.as_slice(2);
+    (
+        crate::detoast::text_bytes(args[0].value),
+        crate::detoast::text_bytes(args[1].value),
+    )
+}
+
+/// `simhash_similarity(a text, b text)`.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_similarity_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
+    // SAFETY: a strict function of two text arguments, called by PostgreSQL.
+    let (a, b) = unsafe { two_texts(fcinfo) };
+    similarity_of(a, b)
+}
+
+/// Whether the rule of record calls `a` and `b` near-duplicates: their
+/// fingerprints within `k` and their similarity at least `threshold`.
+/// Texts without features are never near-duplicates (no fingerprint).
+pub fn is_near_duplicate(a: &[u8], b: &[u8], k: i32, threshold: f64) -> bool {
+    let (Some(fa), Some(fb)) = (functions::fingerprint_v3(a), functions::fingerprint_v3(b)) else {
+        return false;
+    };
+    if simhash_core::hamming(fa as u64, fb as u64) as i32 > k {
+        return false;
+    }
+    similarity_of(a, b) >= threshold
+}
+
+/// `simhash_is_near_duplicate(a text, b text)`: the rule of record with
+/// the session's settings.
+#[pg_extern(stable, strict, parallel_safe, sql = false)]
+fn simhash_is_near_duplicate_text(fcinfo: pg_sys::FunctionCallInfo) -> bool {
+    // SAFETY: a strict function of two text arguments, called by PostgreSQL.
+    let (a, b) = unsafe { two_texts(fcinfo) };
+    is_near_duplicate(a, b, VERIFY_K.get(), THRESHOLD.get())
+}
+
+/// `simhash_explain(a text, b text, top integer)`: a JSON document that
+/// says why the pair is or is not a near-duplicate.
+#[pg_extern(stable, strict, parallel_safe, sql = false)]
+fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
+    functions::check_utf8_database();
+    if top < 0 {
+        errors::explain_bad_top(top);
+    }
+    let explained = simhash_core::explain::explain(
+        functions::fingerprinter(),
+        a,
+        b,
+        top as usize,
+        || {
+            pgrx::check_for_interrupts!();
+            true
+        },
+    );
+    let e = match explained {
+        Ok(e) => e,
+        Err(simhash_core::FeaturesError::TooMany { limit }) => errors::too_many_features(limit),
+        Err(simhash_core::FeaturesError::TooLong { limit }) => errors::features_too_long(limit),
+        Err(simhash_core::FeaturesError::Interrupted) => unreachable!("never interrupted"),
+    };
+    let (k, threshold) = (VERIFY_K.get(), THRESHOLD.get());
+    let spans = |text: &str, spans: &[Span]| -> serde_json::Value {
+        let chars: Vec<char> = text.chars().collect();
+        spans
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "start": s.start,
+                    "end": s.end,
+                    "text": chars[s.start.min(chars.len())..s.end.min(chars.len())].iter().collect::<String>(),
+                })
+            })
+            .collect()
+    };
+    let hex = |fp: Option<u64>| fp.map(|v| format!("{v:016x}"));
+    let near = e.distance.is_some_and(|d| d as i32 <= k) && e.similarity >= threshold;
+    JsonB(serde_json::json!({
+        "distance": e.distance,
+        "similarity": e.similarity,
+        "k": k,
+        "threshold": threshold,
+        "near_duplicate": near,
+        "fingerprint_a": hex(e.fingerprints.0),
+        "fingerprint_b": hex(e.fingerprints.1),
+        "only_in_a": spans(a, &e.only_a),
+        "only_in_b": spans(b, &e.only_b),
+        "features": e.movers.iter().map(|m| serde_json::json!({
+            "feature": m.token,
+            "weight_a": m.weight_a,
+            "weight_b": m.weight_b,
+            "bits": m.bits,
+            "pull": m.pull,
+        })).collect::<Vec<_>>(),
+    }))
+}
