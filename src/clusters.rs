@@ -129,7 +129,11 @@ fn cluster_memory(client: &pgrx::spi::SpiClient<'_>) -> (i64, String) {
         )
         .unwrap_or_else(|e| errors::spi_failed("simhash.cluster_memory", &e));
     let row = row.first();
-    let text = row.get::<String>(1).ok().flatten().unwrap_or_else(|| "1GB".into());
+    let text = row
+        .get::<String>(1)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "1GB".into());
     let bytes = row.get::<i64>(2).ok().flatten().unwrap_or(1 << 30);
     (bytes, text)
 }
