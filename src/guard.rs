@@ -544,7 +544,8 @@ impl Guard {
                 // The verified guard: a candidate whose text is not
                 // similar enough is no near-duplicate (and no transaction
                 // to wait for).
-                if let (Some((_, threshold)), Some(attno)) = (&self.args.verify, target.text_attno) {
+                if let (Some((_, threshold)), Some(attno)) = (&self.args.verify, target.text_attno)
+                {
                     if let (Some(theirs), Some(ours)) = (text_of(slot, attno), new_text) {
                         if crate::verify::similarity_of(theirs, ours) < *threshold {
                             return None;
@@ -923,7 +924,10 @@ unsafe fn collect_targets(
     };
     pg_sys::table_close(rel, pg_sys::NoLock as c_int);
     let key_attno = attnum(relid, &args.key);
-    let text_attno = args.verify.as_ref().map(|(column, _)| text_column(relid, column));
+    let text_attno = args
+        .verify
+        .as_ref()
+        .map(|(column, _)| text_column(relid, column));
     out.push(Target {
         relid,
         fp_attno,

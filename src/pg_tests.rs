@@ -66,9 +66,8 @@ mod tests {
         assert!(!crate::functions::memo_armed(), "armed after an error");
         Spi::run("INSERT INTO memo_t (id, body) VALUES (2, 'fine text here')").expect("insert");
         assert!(!crate::functions::memo_armed(), "armed after a row");
-        let stored = Spi::get_one::<bool>(
-            "SELECT fp = simhash('fine text here') FROM memo_t WHERE id = 2",
-        );
+        let stored =
+            Spi::get_one::<bool>("SELECT fp = simhash('fine text here') FROM memo_t WHERE id = 2");
         assert_eq!(stored, Ok(Some(true)));
     }
 

@@ -112,16 +112,11 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
     if top < 0 {
         errors::explain_bad_top(top);
     }
-    let explained = simhash_core::explain::explain(
-        functions::fingerprinter(),
-        a,
-        b,
-        top as usize,
-        || {
+    let explained =
+        simhash_core::explain::explain(functions::fingerprinter(), a, b, top as usize, || {
             pgrx::check_for_interrupts!();
             true
-        },
-    );
+        });
     let e = match explained {
         Ok(e) => e,
         Err(simhash_core::FeaturesError::TooMany { limit }) => errors::too_many_features(limit),
