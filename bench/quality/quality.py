@@ -21,6 +21,7 @@ import allpairs
 import pairs as pairs_mod
 import report
 import systems
+import verify
 from report import NO_SIGNATURE, Masks, Result
 
 HERE = Path(__file__).resolve().parent
@@ -210,9 +211,11 @@ def main() -> int:
         out = fn()
         return out, time.time() - t
 
+    ours_sigs = None
     if "ours" not in skip:
         sigs, s = timed(lambda: systems.ours(args.binary, ps.texts, ["--definition", "v3"]))
         simhash_result("ours", sigs, s, note="version 3, as SQL simhash()")
+        ours_sigs = sigs
     if "ours v2" not in skip:
         sigs, s = timed(lambda: systems.ours(args.binary, ps.texts, ["--definition", "v2"]))
         simhash_result("ours v2", sigs, s, note="version 2, as SQL simhash_v2()")
@@ -254,6 +257,16 @@ def main() -> int:
         results.append(r)
         print(f"minhash: {s:.0f} s", file=sys.stderr)
 
+    # Verification of the fingerprint's candidates by similarity
+    # (verify.py), computed by the core's own function.
+    if "similarity" not in skip and ours_sigs is not None:
+        t = time.time()
+        ours_d = next(r.scores for r in results if r.name == "ours")
+        results += verify.systems(
+            args.binary.parent / "similarity-lines", ps.texts, a, b, ours_d, ours_sigs, ps.samples, near
+        )
+        print(f"similarity: {time.time() - t:.0f} s", file=sys.stderr)
+
     # Long texts: pairs of distinct articles and addresses that no system
     # should call duplicates.
     long_rows: list[list[str]] = []
@@ -280,9 +293,10 @@ def main() -> int:
     m = Masks(ps)
     for r in results:
         report.evaluate(r, m)
+    chosen = verify.choose_default(results)
     total_s = time.time() - started
 
-    md = render(args, ps, m, results, failures, build_s, total_s, chars, long_rows)
+    md = render(args, ps, m, results, failures, build_s, total_s, chars, long_rows, chosen)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.md").write_text(md, encoding="utf-8")
     (args.out / "kcurve.csv").write_text(report.curve_csv(results), encoding="utf-8")
@@ -291,9 +305,9 @@ def main() -> int:
     return 0
 
 
-def render(args, ps, m, results, failures, build_s, total_s, chars, long_rows) -> str:
+def render(args, ps, m, results, failures, build_s, total_s, chars, long_rows, chosen) -> str:
     main = [r for r in results if not r.prototype]
-    ours = [r for r in results if r.name.startswith("ours") or r.prototype]
+    ours = [r for r in results if (r.name.startswith("ours") or r.prototype) and r.kind == "simhash"]
     out = [
         "# Detection quality: results",
         "",
@@ -322,7 +336,10 @@ def render(args, ps, m, results, failures, build_s, total_s, chars, long_rows) -
         "",
         report.summary_table(ours, ps, m, ks=(report.K_DEFAULT,)),
         "",
-        f"## Recall per edit, at k = {report.K_DEFAULT} (MinHash: J ≥ 0.8 and 0.7)",
+    ]
+    out += verify.section(results, chosen, m)
+    out += [
+        f"## Recall per edit, at k = {report.K_DEFAULT} (MinHash: J ≥ 0.8 and 0.7; a similarity rule at its chosen T)",
         "",
         "Every SimHash system and prototype at every k: `recall_by_edit.csv`.",
         "",

@@ -39,6 +39,8 @@ SAFE_HARD = 0.01
 K_CURVE = range(0, 17)
 MINHASH_THRESHOLDS = (0.8, 0.7)
 MINHASH_CURVE = [round(0.3 + 0.05 * i, 2) for i in range(14)]
+# Thresholds of an exact similarity (verify.py): 0.30 to 0.99.
+SIM_CURVE = [round(0.3 + 0.01 * i, 2) for i in range(70)]
 NO_SIGNATURE = 10**6  # the distance of a pair where one side has no fingerprint
 
 
@@ -48,7 +50,7 @@ class Result:
     similarity (MinHash)."""
 
     name: str
-    kind: str  # "simhash" or "minhash"
+    kind: str  # "simhash", "minhash" or "similarity"
     scores: np.ndarray
     seconds: float
     bits: int = 64
@@ -60,6 +62,8 @@ class Result:
     all_pairs: dict = field(default_factory=dict)
     # Filled by `evaluate`: group -> threshold -> metrics.
     curve: dict = field(default_factory=dict)
+    # A similarity's one threshold for every group (verify.choose).
+    chosen: float | None = None
 
 
 @dataclass
@@ -109,7 +113,7 @@ def _rate(pred: np.ndarray, mask: np.ndarray) -> float:
 
 
 def evaluate(res: Result, m: Masks) -> None:
-    thresholds = K_CURVE if res.kind == "simhash" else MINHASH_CURVE
+    thresholds = {"simhash": K_CURVE, "minhash": MINHASH_CURVE}.get(res.kind, SIM_CURVE)
     for g in GROUPS:
         res.curve[g] = {}
         for t in thresholds:
@@ -131,13 +135,20 @@ def _ppm(x: float) -> str:
     return "–" if math.isnan(x) else f"{1e6 * x:,.0f}" if x >= 1e-5 else f"{1e6 * x:.1f}"
 
 
+def _label(r: Result, t) -> str:
+    return f"{t}" if r.kind == "simhash" else f"J≥{t}" if r.kind == "minhash" else f"≥{t}"
+
+
 def _rows(results: list[Result], ks=(K_DEFAULT,)):
     """(label, result, threshold) for every row of the summary: each SimHash
-    system at each k of `ks`, MinHash at each of its thresholds."""
+    system at each k of `ks`, MinHash at each of its thresholds, a
+    similarity at its chosen one."""
     for r in results:
         if r.kind == "simhash":
             for k in ks:
                 yield (r.name if len(ks) == 1 else f"{r.name}, k = {k}"), r, k
+        elif r.kind == "similarity":
+            yield f"{r.name} ≥ {r.chosen}", r, r.chosen
         else:
             for t in MINHASH_THRESHOLDS:
                 yield f"{r.name} J≥{t}", r, t
@@ -180,9 +191,9 @@ def summary_table(results: list[Result], pairs: Pairs, m: Masks, ks=(K_USUAL, K_
         for i, (label, r, t) in enumerate(_rows(results, ks)):
             x = r.curve[g][t]
             bt, bx = _best(r, g)
-            best = f"{bt}" if r.kind == "simhash" else f"J≥{bt}"
+            best = _label(r, bt)
             st, sx = _safe(r, g)
-            safe = "–" if st is None else f"{st}" if r.kind == "simhash" else f"J≥{st}"
+            safe = "–" if st is None else _label(r, st)
             rows.append(
                 [
                     f"{g[0]} {g[1]}" if i == 0 else "",
@@ -288,7 +299,7 @@ def curve_csv(results: list[Result]) -> str:
         for g in GROUPS:
             for t, x in r.curve[g].items():
                 w.writerow(
-                    [r.name, g[0], g[1], "k" if r.kind == "simhash" else "jaccard", t]
+                    [r.name, g[0], g[1], {"simhash": "k", "minhash": "jaccard"}.get(r.kind, "similarity"), t]
                     + [f"{v:.4f}" for v in (x.recall, x.fpr_random, x.fpr_hard)]
                     + [f"{x.fpr_all:.3g}", f"{x.precision:.4f}", f"{x.f1:.4f}"]
                 )
