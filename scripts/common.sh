@@ -106,3 +106,41 @@ as_server() {
         sudo -u "$SERVER_USER" -- "$@"
     fi
 }
+
+# The set-up every throwaway cluster shares (scripts/cluster.sh,
+# scripts/citus.sh, the tests that make their own):
+#   init_cluster DIR BIN PORT SOCKET_DIR < extra-postgresql.conf-lines
+# initdb DIR with BIN's initdb (UTF8, C locale, trust, no data checksums:
+# PostgreSQL 18 turns them on by default and pg_upgrade needs both sides
+# alike), owned by the server's user, listening only on a Unix socket in
+# SOCKET_DIR on PORT, durability off; the lines on standard input are
+# appended (shared_preload_libraries among them).
+init_cluster() {
+    local dir=$1 bin=$2 port=$3 sock=$4 major
+    major=$("$bin/pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+    mkdir -p "$dir"
+    [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$dir"
+    chmod 700 "$dir"
+    local checksums=()
+    [ "$major" -lt 18 ] || checksums=(--no-data-checksums)
+    as_server "$bin/initdb" -D "$dir" -E UTF8 --locale=C -U "$SERVER_USER" \
+        --auth=trust "${checksums[@]}" >/dev/null
+    { printf '# added by %s\nport = %s\nlisten_addresses = %s\nunix_socket_directories = %s\n' \
+          "$(basename "$0")" "$port" "''" "'$sock'"
+      printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nlogging_collector = off\n'
+      cat
+    } | as_server tee -a "$dir/postgresql.conf" >/dev/null
+}
+
+# start_cluster DIR BIN: (re)starts the cluster in DIR (a preloaded library
+# is read only at server start), with RUST_BACKTRACE=1 as a developer's
+# server often has it (the tests check that no client sees a Rust
+# backtrace even then); on failure prints the end of its log and dies.
+start_cluster() {
+    local dir=$1 bin=$2
+    if as_server "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+        as_server "$bin/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
+    fi
+    as_server env RUST_BACKTRACE=1 "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null \
+        || { tail -n 30 "$dir/server.log" >&2; die "the server in $dir did not start"; }
+}
