@@ -63,20 +63,22 @@ use crate::fold::Fold;
 use crate::idf::{from_fixed, to_fixed, IdfTable, PassThrough};
 use crate::part::Part;
 use crate::text::{for_each_piece_mapped, is_han, Piece, MAX_PIECE_CHARS};
-use crate::weights::{Power, SelfInfo, Weighing};
 
 mod dense;
 mod scan;
+mod scan_tables;
+mod settings;
+mod table;
+mod weigh;
 #[cfg(target_arch = "x86_64")]
 mod wide;
 #[cfg(target_arch = "x86_64")]
 mod wide_weights;
 
-/// Version 3's Han character table: `character self-information` lines.
-pub const HAN_WEIGHTS_TXT: &str = include_str!("../data/han_weights.txt");
-
-/// Version 3's trigram table: `trigram self-information` lines.
-pub const GRAM_WEIGHTS_TXT: &str = include_str!("../data/gram_weights.txt");
+pub use settings::{
+    Kind, V3Options, GRAM_WEIGHTS_TXT, HAN_WEIGHTS_TXT, V3_GRAM, V3_GRAM_UNKNOWN,
+    V3_GRAM_UNKNOWN_FACTOR, V3_HAN, V3_HAN_UNKNOWN,
+};
 
 /// How many bytes of Han pieces go to jieba in one call.
 pub const HAN_BATCH_BYTES: usize = 4096;
@@ -133,66 +135,6 @@ pub const V2_OOV_IDF: f64 = 4.0;
 /// Version 2 counts a token at most this many times.
 pub const V2_TF_CAP: u64 = 3;
 
-/// Version 3: how Han characters are weighed: the self-information times
-/// the count above chance, counted up to 6 times. A character (5 to 17)
-/// outweighs a trigram (1), as a character says more than a Latin letter;
-/// scaling characters down to a quarter lost copies whose appended footer
-/// holds a URL or a date (`bench/quality`, variant "v3 han scale 0.25":
-/// short Chinese footers 42% instead of 49% at k = 7).
-pub const V3_HAN: Weighing = Weighing {
-    scale: 1.0,
-    cap: 6,
-    unknown: 1.0,
-    power: Power::One,
-};
-
-/// Version 3: how the character trigrams of other words are weighed: the
-/// count above chance, counted up to 6 times, every trigram alike (the
-/// trigram table only says what chance gives: weighing by it let the
-/// rare trigrams that edits make up outweigh the real ones).
-pub const V3_GRAM: Weighing = Weighing {
-    scale: 1.0,
-    cap: 6,
-    unknown: V3_GRAM_UNKNOWN_FACTOR,
-    power: Power::Zero,
-};
-
-/// The settings of version 3's weighing. [`V3Options::DEFINITION`] is the
-/// definition; anything else is an experiment
-/// ([`Fingerprinter::fingerprint_v3_with`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct V3Options {
-    /// How Han characters are weighed.
-    pub han: Weighing,
-    /// How trigrams are weighed.
-    pub gram: Weighing,
-    /// Whether what chance gives is subtracted.
-    pub chance: bool,
-}
-
-impl V3Options {
-    /// Version 3 as defined.
-    pub const DEFINITION: V3Options = V3Options {
-        han: V3_HAN,
-        gram: V3_GRAM,
-        chance: true,
-    };
-}
-
-/// Version 3: the self-information of a Han character missing from
-/// `data/han_weights.txt` (the table's largest is 17.73).
-pub const V3_HAN_UNKNOWN: f64 = 17.73;
-
-/// Version 3: the self-information of a trigram missing from
-/// `data/gram_weights.txt`.
-pub const V3_GRAM_UNKNOWN: f64 = 12.0;
-
-/// Version 3: what a trigram missing from `data/gram_weights.txt` weighs
-/// against one the table lists. A typo in an English word makes up
-/// trigrams no English text has (`qxe`); at full weight they pushed an
-/// edited copy away as much as the real trigrams it lost.
-pub const V3_GRAM_UNKNOWN_FACTOR: f64 = 0.3;
-
 /// The cutting and weighting state: jieba's dictionary and the IDF table.
 /// Building one takes about a second and tens of megabytes, so a process
 /// builds one and shares it; fingerprinting only reads it.
@@ -201,13 +143,13 @@ pub struct Fingerprinter {
     idf: IdfTable,
     fold: Fold,
     oov_weight: i64,
-    han: SelfInfo,
-    grams: SelfInfo,
+    /// Version 3's self-information of each feature, by kind.
+    self_info: weigh::SelfInfos,
     /// Version 3's common features (Han characters, ASCII trigrams) in a
     /// table by index.
-    dense: dense::DenseHan,
+    dense: table::DenseHan,
     /// The scan's tables: folded ideographs, and classes of characters.
-    fast: scan::ScanTables,
+    fast: scan_tables::ScanTables,
     /// The vector instructions of version 3's weights and counters.
     simd: Simd,
 }
@@ -237,10 +179,6 @@ pub struct Feature {
     /// xxh3-64 of the token's UTF-8 bytes.
     pub hash: u64,
 }
-
-/// A distinct version 3 feature: hash, kind, count, and (self-information,
-/// probability, listed) from its table.
-pub(crate) type Distinct = (u64, Kind, u64, (f64, f64, bool));
 
 /// A version 3 feature as [`Fingerprinter::walk_v3`] hands it on.
 #[derive(Debug, Clone, Copy)]
@@ -273,8 +211,7 @@ impl Default for Fingerprinter {
 impl Fingerprinter {
     /// Loads jieba's default dictionary and the shipped IDF table.
     pub fn new() -> Self {
-        let han = SelfInfo::parse(HAN_WEIGHTS_TXT, V3_HAN_UNKNOWN);
-        let grams = SelfInfo::parse(GRAM_WEIGHTS_TXT, V3_GRAM_UNKNOWN);
+        let self_info = weigh::SelfInfos::shipped();
         let fold = Fold::t2s();
         // Built here, so that a preloaded library builds it once in the
         // postmaster, not in every backend.
@@ -282,12 +219,11 @@ impl Fingerprinter {
         Fingerprinter {
             jieba: Jieba::new(),
             idf: IdfTable::jieba(),
-            fast: scan::ScanTables::new(&fold),
+            fast: scan_tables::ScanTables::new(&fold),
             fold,
             oov_weight: to_fixed(V2_OOV_IDF),
-            dense: dense::DenseHan::new(&han, &grams),
-            han,
-            grams,
+            dense: table::DenseHan::new(&self_info.han, &self_info.grams),
+            self_info,
             simd: Simd::detected(),
         }
     }
@@ -309,6 +245,17 @@ impl Fingerprinter {
     /// The IDF table in use.
     pub fn idf_table(&self) -> &IdfTable {
         &self.idf
+    }
+
+    /// What version 3's hot path ([`dense`]) reads of this fingerprinter.
+    fn dense_parts(&self) -> dense::Parts<'_> {
+        dense::Parts {
+            fold: &self.fold,
+            fast: &self.fast,
+            dense: &self.dense,
+            self_info: &self.self_info,
+            simd: self.simd,
+        }
     }
 
     /// Hands each token of `text` to `emit`, in text order. Between
@@ -632,117 +579,6 @@ impl Fingerprinter {
         }
     }
 
-    /// (self-information, fixed-point weight) of a version 3 feature seen
-    /// `tf` times in a text with `totals` features of each kind, the chance
-    /// term from its 24-term series every time: the feature listing
-    /// (`simhash_features`) computes its weights this way, so that the
-    /// tests that add them up check [`Self::weigh_fixed_v3`]'s shortcut.
-    #[inline]
-    fn weigh_v3(
-        &self,
-        opts: &V3Options,
-        kind: Kind,
-        hash: u64,
-        tf: u64,
-        totals: [u64; 2],
-    ) -> (f64, i64) {
-        let (table, weighing) = match kind {
-            Kind::Han => (&self.han, opts.han),
-            Kind::Gram => (&self.grams, opts.gram),
-        };
-        let (s, p, known) = table.get(hash);
-        let factor = if known { 1.0 } else { weighing.unknown };
-        let w = if opts.chance {
-            weighing.weight(s, p, tf, totals[kind as usize])
-        } else {
-            weighing.weight_regardless_of_chance(s, tf)
-        };
-        (s, to_fixed(factor * w))
-    }
-
-    /// (self-information, probability, listed) of a version 3 feature.
-    #[inline]
-    pub(crate) fn look_up_v3(&self, kind: Kind, hash: u64) -> (f64, f64, bool) {
-        match kind {
-            Kind::Han => self.han.get(hash),
-            Kind::Gram => self.grams.get(hash),
-        }
-    }
-
-    /// The fixed-point weight version 3 adds for a distinct feature of
-    /// `kind` seen `tf` times, with what [`Self::look_up_v3`] gave for it,
-    /// in a text with `totals` features of each kind: against chance, or
-    /// (`regardless`) with nothing subtracted for chance, which every
-    /// feature of a text weighs when none weighs above zero against chance
-    /// (only a text of a few characters repeated over and over; see
-    /// [`Weighing::weight_regardless_of_chance`]). The chance term comes
-    /// from [`Weighing::fixed_weight`]: the bits of the 24-term series,
-    /// mostly without it.
-    #[inline]
-    pub(crate) fn weigh_fixed_v3(
-        opts: &V3Options,
-        kind: Kind,
-        (s, p, known): (f64, f64, bool),
-        tf: u64,
-        totals: [u64; 2],
-        regardless: bool,
-    ) -> i64 {
-        let weighing = match kind {
-            Kind::Han => opts.han,
-            Kind::Gram => opts.gram,
-        };
-        let factor = if known { 1.0 } else { weighing.unknown };
-        if opts.chance && !regardless {
-            weighing.fixed_weight(s, factor, tf, totals[kind as usize] as f64 * p)
-        } else {
-            to_fixed(factor * weighing.weight_regardless_of_chance(s, tf))
-        }
-    }
-
-    /// [`Self::add_weighed_v3`] of the features counted in a map, (count,
-    /// kind) by hash.
-    pub(crate) fn add_counted_v3(
-        &self,
-        opts: &V3Options,
-        counts: &HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>,
-        totals: [u64; 2],
-        acc: &mut Accumulator,
-        fallback: &mut Accumulator,
-        positive: &mut bool,
-    ) {
-        let distinct: Vec<Distinct> = counts
-            .iter()
-            .map(|(&h, &(tf, kind))| (h, kind, u64::from(tf), self.look_up_v3(kind, h)))
-            .collect();
-        Self::add_weighed_v3(opts, &distinct, totals, acc, fallback, positive);
-    }
-
-    /// Weighs each distinct feature (hash, kind, count, what
-    /// [`Self::look_up_v3`] gave) and adds it to `acc`, and, until a
-    /// feature weighs above zero, its weight regardless of chance to
-    /// `fallback`; `positive` says whether one has. The sums do not depend
-    /// on order.
-    pub(crate) fn add_weighed_v3(
-        opts: &V3Options,
-        distinct: &[Distinct],
-        totals: [u64; 2],
-        acc: &mut Accumulator,
-        fallback: &mut Accumulator,
-        positive: &mut bool,
-    ) {
-        for &(h, kind, tf, info) in distinct {
-            let w = Self::weigh_fixed_v3(opts, kind, info, tf, totals, false);
-            acc.add(h, w);
-            if !*positive {
-                if w > 0 {
-                    *positive = true;
-                } else {
-                    fallback.add(h, Self::weigh_fixed_v3(opts, kind, info, tf, totals, true));
-                }
-            }
-        }
-    }
-
     /// Version 3: count each feature, weigh it against chance, add it once.
     fn fingerprint_v3(
         &self,
@@ -791,7 +627,7 @@ impl Fingerprinter {
         bound: usize,
     ) -> Result<Option<u64>, Interrupted> {
         let bound = bound.max(2);
-        match dense::fingerprint_v3(self, opts, text.as_bytes(), &mut go_on, bound) {
+        match dense::fingerprint_v3(self.dense_parts(), opts, text.as_bytes(), &mut go_on, bound) {
             Ok(Some(fp)) => Ok(fp),
             Ok(None) => self.fingerprint_v3_general(opts, text, go_on, bound),
             Err(scan::Stop::Interrupted) => Err(Interrupted),
@@ -813,7 +649,7 @@ impl Fingerprinter {
         };
         let opts = &V3Options::DEFINITION;
         dense::fingerprint_v3_to(
-            self,
+            self.dense_parts(),
             opts,
             text.as_bytes(),
             &mut || true,
@@ -839,7 +675,8 @@ impl Fingerprinter {
     ) -> Result<Option<u64>, BytesError> {
         if version == Version::V3 {
             let opts = &V3Options::DEFINITION;
-            match dense::fingerprint_v3(self, opts, bytes, &mut go_on, V3_MAX_COUNTED) {
+            match dense::fingerprint_v3(self.dense_parts(), opts, bytes, &mut go_on, V3_MAX_COUNTED)
+            {
                 Ok(Some(fp)) => return Ok(fp),
                 Err(scan::Stop::Interrupted) => return Err(BytesError::Interrupted),
                 Err(scan::Stop::NotUtf8) => return Err(BytesError::NotUtf8),
@@ -911,7 +748,7 @@ impl Fingerprinter {
                     counts.shrink_to_fit();
                 }
             })?;
-            self.add_counted_v3(
+            self.self_info.add_counted(
                 opts,
                 &counts,
                 totals,
@@ -1023,15 +860,15 @@ impl Fingerprinter {
                 let opts = &V3Options::DEFINITION;
                 let mut positive = false;
                 for (f, &kind) in out.iter_mut().zip(&kinds) {
-                    let (s, w) = self.weigh_v3(opts, kind, f.hash, f.tf, totals);
+                    let (s, w) = self.self_info.weigh(opts, kind, f.hash, f.tf, totals);
                     f.idf = s;
                     f.weight = from_fixed(w);
                     positive |= w > 0;
                 }
                 if !positive {
                     for (f, &kind) in out.iter_mut().zip(&kinds) {
-                        let info = self.look_up_v3(kind, f.hash);
-                        let w = Self::weigh_fixed_v3(opts, kind, info, f.tf, totals, true);
+                        let info = self.self_info.look_up(kind, f.hash);
+                        let w = weigh::weigh_fixed(opts, kind, info, f.tf, totals, true);
                         f.weight = from_fixed(w);
                     }
                 }
@@ -1227,16 +1064,6 @@ fn keep_what_v2_counts(hashes: &mut Vec<u64>) {
         }
         run <= V2_TF_CAP
     });
-}
-
-/// The two kinds of version 3 features, counted apart: how many features
-/// of its kind a text has decides what chance gives a feature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    /// A Han character.
-    Han = 0,
-    /// A character trigram of a word in another script.
-    Gram = 1,
 }
 
 #[cfg(test)]

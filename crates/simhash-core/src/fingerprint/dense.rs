@@ -23,156 +23,27 @@ use std::hash::BuildHasherDefault;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::scan::{self, ScanWork, Sink, Stop};
-use super::{Fingerprinter, Kind, V3Options};
+use super::scan_tables::ScanTables;
+use super::settings::{Kind, V3Options};
+use super::table::{kind_of, DenseHan, Prepared, HAN, HAN_GRAMS, SIZE};
+use super::weigh::{weigh_fixed, SelfInfos};
 use crate::accumulate::Accumulator;
 use crate::cpu::Simd;
+use crate::fold::Fold;
 use crate::idf::PassThrough;
-use crate::weights::{fixed_weights6_by, SelfInfo, ToWeigh, FAST_CAP, WEIGH_BATCH};
+use crate::weights::{fixed_weights6_by, ToWeigh, FAST_CAP, WEIGH_BATCH};
 
-pub(super) const FROM: u32 = 0x3400;
-pub(super) const TO: u32 = 0xA000;
-const HAN: usize = (TO - FROM) as usize;
-/// `0-9`, `a-z`, `^`, `$`.
-pub(super) const SYMBOLS: usize = 38;
-const SIZE: usize = HAN + SYMBOLS * SYMBOLS * SYMBOLS;
-/// The table index of the first trigram (`000`): the trigram of symbols
-/// `a`, `b`, `c` is at `HAN_GRAMS + (a * SYMBOLS + b) * SYMBOLS + c`, as
-/// [`gram_index`] computes it.
-pub(super) const HAN_GRAMS: u32 = HAN as u32;
-
-/// The symbol number of a byte of an ASCII trigram, or `SYMBOLS` for any
-/// other byte.
-pub(super) const SYMBOL: [u8; 256] = {
-    let mut table = [SYMBOLS as u8; 256];
-    let mut b = 0;
-    while b < 10 {
-        table[b'0' as usize + b] = b as u8;
-        b += 1;
-    }
-    let mut b = 0;
-    while b < 26 {
-        table[b'a' as usize + b] = 10 + b as u8;
-        b += 1;
-    }
-    table[b'^' as usize] = 36;
-    table[b'$' as usize] = 37;
-    table
-};
-
-/// The symbols in order, the inverse of [`SYMBOL`].
-const SYMBOL_BYTES: &[u8; SYMBOLS] = b"0123456789abcdefghijklmnopqrstuvwxyz^$";
-
-/// The table index of the trigram of symbols `a`, `b`, `c`, when all three
-/// are symbols.
-#[inline(always)]
-pub(super) fn gram_index(a: u8, b: u8, c: u8) -> Option<usize> {
-    let s = SYMBOLS as u8;
-    (a < s && b < s && c < s)
-        .then(|| HAN + (usize::from(a) * SYMBOLS + usize::from(b)) * SYMBOLS + usize::from(c))
-}
-
-/// The character of symbol `s` (below `SYMBOLS`).
-#[inline(always)]
-pub(super) fn symbol_char(s: u8) -> char {
-    char::from(SYMBOL_BYTES[usize::from(s)])
-}
-
-/// The feature at table index `i`, as text.
-pub(super) fn feature_text(i: usize) -> String {
-    if i < HAN {
-        char::from_u32(han_char(i))
-            .expect("no surrogate in U+3400..U+9FFF")
-            .to_string()
-    } else {
-        let i = i - HAN;
-        [
-            SYMBOL_BYTES[i / (SYMBOLS * SYMBOLS)],
-            SYMBOL_BYTES[i / SYMBOLS % SYMBOLS],
-            SYMBOL_BYTES[i % SYMBOLS],
-        ]
-        .iter()
-        .map(|&b| char::from(b))
-        .collect()
-    }
-}
-
-/// The Han characters of the table in their order in it: the most
-/// frequent first (by their probability in the shipped table of version
-/// 3, the characters it does not list last, ties by code point), so that
-/// what a Chinese text touches of the per-entry tables (the counts, the
-/// prepared weighing) lies close together, in a few hundred kB at the
-/// front, rather than spread over the whole range of code points. The
-/// order changes no fingerprint: the index only says where a feature's
-/// count and weighing are kept.
-struct HanOrder {
-    /// Each character's index, by code point less [`FROM`].
-    index: Box<[u16]>,
-    /// Each index's character (its code point).
-    char_at: Box<[u32]>,
-}
-
-static HAN_ORDER: std::sync::LazyLock<HanOrder> = std::sync::LazyLock::new(|| {
-    let table = SelfInfo::parse(super::HAN_WEIGHTS_TXT, super::V3_HAN_UNKNOWN);
-    let mut buf = [0u8; 4];
-    let mut by_frequency: Vec<(f64, u32)> = (FROM..TO)
-        .map(|u| {
-            let c = char::from_u32(u).expect("no surrogate in U+3400..U+9FFF");
-            let (_, p, known) = table.get(xxh3_64(c.encode_utf8(&mut buf).as_bytes()));
-            (if known { p } else { -1.0 }, u)
-        })
-        .collect();
-    by_frequency.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut index = vec![0u16; HAN].into_boxed_slice();
-    let char_at: Box<[u32]> = by_frequency.iter().map(|&(_, u)| u).collect();
-    for (i, &u) in char_at.iter().enumerate() {
-        index[(u - FROM) as usize] = i as u16;
-    }
-    HanOrder { index, char_at }
-});
-
-/// The table's index of the Han character `u` (U+3400..U+9FFF).
-#[inline]
-pub(super) fn han_index(u: u32) -> u16 {
-    HAN_ORDER.index[(u - FROM) as usize]
-}
-
-/// The Han character (its code point) at index `i` of the table, below
-/// [`HAN_GRAMS`].
-pub(super) fn han_char(i: usize) -> u32 {
-    HAN_ORDER.char_at[i]
-}
-
-/// The kind of the feature at table index `i`.
-#[inline]
-fn kind_of(i: usize) -> Kind {
-    if i < HAN {
-        Kind::Han
-    } else {
-        Kind::Gram
-    }
-}
-
-/// One feature of the table: its hash and what its kind's table gives it
-/// (self-information, probability, listed).
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    hash: u64,
-    info: (f64, f64, bool),
-}
-
-/// What the weights of [`V3Options::DEFINITION`] need of a feature of
-/// the table, worked out once: its hash, the weighing's scale times its
-/// self-information as [`Weighing::to_weigh`](crate::weights::Weighing::to_weigh)
-/// multiplies them, the factor of a feature the weights' table does not
-/// list, and its probability. Four doubles in one half of a cache line:
-/// the batch of weights gathers them for each distinct feature of a text.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-#[repr(C, align(32))]
-pub(super) struct Prepared {
-    pub(super) hash: u64,
-    pub(super) scale: f64,
-    pub(super) factor: f64,
-    pub(super) p: f64,
+/// What the hot path reads of the fingerprinter, all made once per
+/// process: the fold, the scan's tables, the table of common features and
+/// the self-information of the others; and the vector instructions of the
+/// weights and counters.
+#[derive(Clone, Copy)]
+pub(super) struct Parts<'a> {
+    pub(super) fold: &'a Fold,
+    pub(super) fast: &'a ScanTables,
+    pub(super) dense: &'a DenseHan,
+    pub(super) self_info: &'a SelfInfos,
+    pub(super) simd: Simd,
 }
 
 /// `min(tf, 6)` as a double, for each count the table holds.
@@ -189,85 +60,6 @@ const CAPPED6: [f64; 256] = {
     }
     capped
 };
-
-/// The table, and each hash's place in it.
-#[derive(Debug, Clone)]
-pub(crate) struct DenseHan {
-    entries: Vec<Entry>,
-    /// Each entry under [`V3Options::DEFINITION`].
-    prepared: Vec<Prepared>,
-    by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>>,
-    /// Whether every feature of the table has a hash of its own (all do):
-    /// otherwise two of them would be one feature, and every text takes
-    /// the general path.
-    all_alone: bool,
-    /// Whether every prepared entry is [`bounded`]: what the weights of
-    /// [`super::wide_weights`] need.
-    bounded: bool,
-}
-
-impl DenseHan {
-    pub(crate) fn new(han: &SelfInfo, grams: &SelfInfo) -> Self {
-        let entries: Vec<Entry> = (0..SIZE)
-            .map(|i| {
-                let hash = xxh3_64(feature_text(i).as_bytes());
-                let info = match kind_of(i) {
-                    Kind::Han => han.get(hash),
-                    Kind::Gram => grams.get(hash),
-                };
-                Entry { hash, info }
-            })
-            .collect();
-        let mut by_hash: HashMap<u64, u32, BuildHasherDefault<PassThrough>> =
-            HashMap::with_capacity_and_hasher(SIZE, BuildHasherDefault::default());
-        for (i, e) in entries.iter().enumerate() {
-            by_hash.insert(e.hash, i as u32);
-        }
-        let prepared: Vec<Prepared> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| prepare(&V3Options::DEFINITION, i, e))
-            .collect();
-        DenseHan {
-            bounded: prepared.iter().all(bounded),
-            all_alone: by_hash.len() == entries.len(),
-            entries,
-            prepared,
-            by_hash,
-        }
-    }
-}
-
-/// Whether the entry's scale and factor are not negative and their
-/// product at most 64: every entry of the shipped tables is (17.73 at
-/// most). [`super::wide_weights`] rounds the weights of such entries with
-/// one weight per feature, for which it proves a bound (`NEAR` there), and
-/// leaves out the checks of the scale, the factor and the weights' size
-/// that the other kernels make (their weights are below 2^25 in
-/// magnitude).
-pub(super) fn bounded(e: &Prepared) -> bool {
-    const MOST: f64 = 64.0;
-    (0.0..=MOST).contains(&e.scale)
-        && (0.0..=MOST).contains(&e.factor)
-        && e.scale * e.factor <= MOST
-}
-
-/// Entry `i`, `e`, under `opts`: the same operations as the weighing's
-/// [`Weighing::to_weigh`](crate::weights::Weighing::to_weigh) of it.
-fn prepare(opts: &V3Options, i: usize, e: &Entry) -> Prepared {
-    let weighing = match kind_of(i) {
-        Kind::Han => opts.han,
-        Kind::Gram => opts.gram,
-    };
-    let (s, p, known) = e.info;
-    let factor = if known { 1.0 } else { weighing.unknown };
-    Prepared {
-        hash: e.hash,
-        scale: weighing.to_weigh(s, factor, 0, 0.0).scale,
-        factor,
-        p,
-    }
-}
 
 /// Per-thread counts of the table's features (saturating at 255: a
 /// weighing counts at most its cap, at most 255 here), and which entries a
@@ -416,7 +208,7 @@ impl Sink for Counting<'_> {
 /// `bound`, or a cap the saturating counts cannot hold); when it says so
 /// after the scan, the bytes are UTF-8.
 pub(super) fn fingerprint_v3(
-    fp: &Fingerprinter,
+    fp: Parts<'_>,
     opts: &V3Options,
     bytes: &[u8],
     go_on: &mut impl FnMut() -> bool,
@@ -491,7 +283,7 @@ pub enum Stage {
 /// vector instructions of `simd` (the same bits at every level); what it
 /// returns before [`Stage::All`] is only something to keep alive.
 pub(super) fn fingerprint_v3_to(
-    fp: &Fingerprinter,
+    fp: Parts<'_>,
     opts: &V3Options,
     bytes: &[u8],
     go_on: &mut impl FnMut() -> bool,
@@ -548,7 +340,7 @@ pub(super) fn fingerprint_v3_to(
 /// The body of [`fingerprint_v3_to`] on the thread's clean counts.
 #[allow(clippy::too_many_arguments)]
 fn counted_v3(
-    fp: &Fingerprinter,
+    fp: Parts<'_>,
     opts: &V3Options,
     bytes: &[u8],
     go_on: &mut impl FnMut() -> bool,
@@ -569,7 +361,7 @@ fn counted_v3(
             bound,
             too_many: false,
         };
-        let counted = scan::scan(&fp.fold, &fp.fast, bytes, counting, &mut *go_on, work, simd)?;
+        let counted = scan::scan(fp.fold, fp.fast, bytes, counting, &mut *go_on, work, simd)?;
         counts.touched = counted.touched;
         let (others, totals) = (counted.others, counted.totals);
         if counted.too_many {
@@ -598,7 +390,7 @@ fn counted_v3(
             let i = i as usize;
             let tf = u64::from(tf[i]);
             let info = fp.dense.entries[i].info;
-            Fingerprinter::weigh_fixed_v3(opts, kind_of(i), info, tf, totals, regardless)
+            weigh_fixed(opts, kind_of(i), info, tf, totals, regardless)
         };
         // The number of features of each kind as the definition
         // multiplies it (exact: far below 2^53), once per text.
@@ -697,7 +489,7 @@ fn counted_v3(
             }
         }
         if !others.is_empty() {
-            fp.add_counted_v3(
+            fp.self_info.add_counted(
                 opts,
                 &others,
                 totals,
@@ -717,17 +509,14 @@ fn counted_v3(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fingerprint::tests::shared;
+    use crate::fingerprint::{Fingerprinter, Version, V3_MAX_COUNTED};
     use crate::testutil::splitmix;
 
     /// The general path alone: every feature counted in the hash map.
     fn general(fp: &Fingerprinter, text: &str) -> Option<u64> {
-        fp.fingerprint_v3_general(
-            &V3Options::DEFINITION,
-            text,
-            || true,
-            super::super::V3_MAX_COUNTED,
-        )
-        .unwrap()
+        fp.fingerprint_v3_general(&V3Options::DEFINITION, text, || true, V3_MAX_COUNTED)
+            .unwrap()
     }
 
     fn random_text(state: &mut u64) -> String {
@@ -752,13 +541,13 @@ mod tests {
 
     #[test]
     fn the_table_gives_the_bits_of_the_hash_map() {
-        let fp = super::super::tests::shared();
+        let fp = shared();
         let mut state = 15u64;
         for round in 0..3000 {
             let text = random_text(&mut state);
             let mut go_on = || true;
             let fast = fingerprint_v3(
-                fp,
+                fp.dense_parts(),
                 &V3Options::DEFINITION,
                 text.as_bytes(),
                 &mut go_on,
@@ -768,7 +557,7 @@ mod tests {
             .expect("no collision in these texts");
             assert_eq!(fast, general(fp, &text), "round {round}: {text:?}");
             // The public entry point takes the table.
-            assert_eq!(fp.fingerprint_as(super::super::Version::V3, &text), fast);
+            assert_eq!(fp.fingerprint_as(Version::V3, &text), fast);
         }
     }
 
@@ -779,7 +568,7 @@ mod tests {
         // at every level, such texts and others in turn on one thread
         // each give the bits of the hash map, and so does the stage
         // profile between them.
-        let fp = super::super::tests::shared();
+        let fp = shared();
         let nothing_above = "北京天气晴朗".repeat(200_000);
         let texts = [
             nothing_above.as_str(),
@@ -792,7 +581,7 @@ mod tests {
                 for (k, text) in texts.iter().enumerate() {
                     let at = |stage: Stage| {
                         fingerprint_v3_to(
-                            fp,
+                            fp.dense_parts(),
                             &V3Options::DEFINITION,
                             text.as_bytes(),
                             &mut || true,
@@ -813,32 +602,15 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_tables_are_bounded_for_the_wide_weights() {
-        assert!(super::super::tests::shared().dense.bounded);
-        let entry = |scale: f64, factor: f64| Prepared {
-            hash: 0,
-            scale,
-            factor,
-            p: 0.5,
-        };
-        assert!(bounded(&entry(17.73, 1.0)));
-        assert!(!bounded(&entry(-1.0, 1.0)));
-        assert!(!bounded(&entry(1.0, f64::NAN)));
-        assert!(!bounded(&entry(f64::INFINITY, 0.0)));
-        assert!(!bounded(&entry(16.0, 8.0)));
-        assert!(bounded(&entry(64.0, 1.0)));
-    }
-
-    #[test]
     fn every_level_of_vector_instructions_gives_the_same_bits() {
-        let fp = super::super::tests::shared();
+        let fp = shared();
         let mut state = 16u64;
         for round in 0..2000 {
             let text = random_text(&mut state);
             let at = |simd: Simd| {
                 let bytes = text.as_bytes();
                 fingerprint_v3_to(
-                    fp,
+                    fp.dense_parts(),
                     &V3Options::DEFINITION,
                     bytes,
                     &mut || true,
@@ -858,16 +630,23 @@ mod tests {
 
     #[test]
     fn too_many_features_take_the_general_path() {
-        let fp = super::super::tests::shared();
+        let fp = shared();
         // Trigrams of non-ASCII letters are counted in the map.
         let text = "天地玄黄 éèê àâä ñõö";
         let mut go_on = || true;
         assert_eq!(
-            fingerprint_v3(fp, &V3Options::DEFINITION, text.as_bytes(), &mut go_on, 3).unwrap(),
+            fingerprint_v3(
+                fp.dense_parts(),
+                &V3Options::DEFINITION,
+                text.as_bytes(),
+                &mut go_on,
+                3
+            )
+            .unwrap(),
             None
         );
         let whole = fingerprint_v3(
-            fp,
+            fp.dense_parts(),
             &V3Options::DEFINITION,
             text.as_bytes(),
             &mut go_on,
@@ -879,11 +658,11 @@ mod tests {
 
     #[test]
     fn a_walk_cut_short_leaves_nothing_behind() {
-        let fp = super::super::tests::shared();
+        let fp = shared();
         let text = "天地玄黄宇宙洪荒".repeat(200);
         let mut stop = || false;
         assert!(fingerprint_v3(
-            fp,
+            fp.dense_parts(),
             &V3Options::DEFINITION,
             text.as_bytes(),
             &mut stop,
@@ -892,7 +671,7 @@ mod tests {
         .is_err());
         let mut go_on = || true;
         let after = fingerprint_v3(
-            fp,
+            fp.dense_parts(),
             &V3Options::DEFINITION,
             "天地".as_bytes(),
             &mut go_on,
@@ -904,7 +683,7 @@ mod tests {
 
     #[test]
     fn what_is_prepared_is_what_the_weighing_gives() {
-        let fp = super::super::tests::shared();
+        let fp = shared();
         let opts = &V3Options::DEFINITION;
         assert_eq!(fp.dense.prepared.len(), SIZE);
         for (i, (e, p)) in fp.dense.entries.iter().zip(&fp.dense.prepared).enumerate() {
@@ -931,63 +710,5 @@ mod tests {
         // Both kinds, and features the weights' tables do and do not list.
         let unknown = fp.dense.entries.iter().filter(|e| !e.info.2).count();
         assert!(unknown > 0 && unknown < SIZE, "{unknown}");
-    }
-
-    #[test]
-    fn every_feature_of_the_table_has_its_own_hash() {
-        let fp = super::super::tests::shared();
-        assert_eq!(fp.dense.entries.len(), SIZE);
-        assert!(fp.dense.all_alone);
-        assert_eq!(fp.dense.by_hash.len(), SIZE);
-    }
-
-    #[test]
-    fn the_han_characters_go_most_frequent_first() {
-        let fp = super::super::tests::shared();
-        let mut seen = vec![false; HAN];
-        for u in FROM..TO {
-            let i = usize::from(han_index(u));
-            assert!(!seen[i], "two characters at {i}");
-            seen[i] = true;
-            assert_eq!(han_char(i), u);
-        }
-        for i in 1..HAN {
-            let (_, p0, known0) = fp.dense.entries[i - 1].info;
-            let (_, p1, known1) = fp.dense.entries[i].info;
-            assert!(
-                known0 || !known1,
-                "a listed character after one not listed, at {i}"
-            );
-            assert!(!(known0 && known1) || p0 >= p1, "rising at {i}");
-        }
-        // The commonest character of Chinese text is near the front.
-        assert!(han_index('的' as u32) < 100, "{}", han_index('的' as u32));
-    }
-
-    #[test]
-    fn the_table_holds_what_the_walk_hands_on() {
-        let fp = super::super::tests::shared();
-        let mut buf = [0u8; 4];
-        for c in ['㐀', '一', '的', '鿿'] {
-            let i = usize::from(han_index(c as u32));
-            assert_eq!(feature_text(i), c.to_string());
-            let hash = xxh3_64(c.encode_utf8(&mut buf).as_bytes());
-            assert_eq!(fp.dense.entries[i].hash, hash);
-            assert_eq!(kind_of(i), Kind::Han);
-            assert_eq!(fp.dense.entries[i].info, fp.look_up_v3(Kind::Han, hash));
-        }
-        for g in ["^ab", "abc", "z9$", "^x$", "000"] {
-            let [a, b, c] = [0, 1, 2].map(|k| SYMBOL[g.as_bytes()[k] as usize]);
-            let i = gram_index(a, b, c).unwrap();
-            assert_eq!(feature_text(i), g);
-            assert_eq!(fp.dense.entries[i].hash, xxh3_64(g.as_bytes()));
-            assert_eq!(kind_of(i), Kind::Gram);
-            let info = fp.look_up_v3(Kind::Gram, xxh3_64(g.as_bytes()));
-            assert_eq!(fp.dense.entries[i].info, info);
-        }
-        for g in ["A^b", "a b", "é12"] {
-            let [a, b, c] = [0, 1, 2].map(|k| SYMBOL[g.as_bytes()[k] as usize]);
-            assert_eq!(gram_index(a, b, c), None, "{g:?}");
-        }
     }
 }

@@ -9,7 +9,7 @@
 //! sixteen, and the features among them (the characters that are not
 //! marks) packed into the run's buffer (`vpcompressd`).
 //!
-//! It says what [`super::scan::ScanTables::run_at`] says of each of the
+//! It says what [`super::scan_tables::ScanTables::run_at`] says of each of the
 //! sixteen characters, taken in order up to the first that leaves the
 //! run: the tests run whole scans with it and without it, and compare.
 //!
@@ -18,7 +18,7 @@
 
 use std::arch::x86_64::*;
 
-use super::scan::{GENERAL, RUN_MARK, RUN_TABLE};
+use super::scan_tables::{GENERAL, RUN_MARK, RUN_TABLE};
 use crate::cpu::Simd;
 
 /// Whether [`ideographs16`] may run: AVX-512 was asked for, and the

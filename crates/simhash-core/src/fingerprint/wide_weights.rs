@@ -24,7 +24,7 @@
 
 use std::arch::x86_64::*;
 
-use super::dense::Prepared;
+use super::table::Prepared;
 use crate::weights::{
     expected_capped, ToWeigh, EXP_SERIES, EXP_STEPS, FAST_CAP, FAST_MEAN_LIMIT, FAST_STEPS,
     FIXED_ONE, WEIGH_BATCH,
@@ -33,7 +33,7 @@ use crate::weights::{
 /// Features a vector holds.
 const LANES: usize = 8;
 
-/// How far the weight of a bounded entry (`dense::bounded`: scale `s`
+/// How far the weight of a bounded entry (`table::bounded`: scale `s`
 /// and factor `f` not negative, `f s <= 64`) against the fast chance term
 /// `c` may be from its weight against the exact term `E`, `|c - E| <=
 /// CHANCE_ERROR` (`crate::weights`): 2^-16.
@@ -62,7 +62,7 @@ const NEAR: f64 = 1.0 / 65536.0;
 /// pass of their own to clear them for the next text (the entries of a
 /// text are distinct).
 ///
-/// Every entry must be bounded as `dense::bounded` says (scale and factor
+/// Every entry must be bounded as `table::bounded` says (scale and factor
 /// not negative, their product at most 64), or the weights may differ
 /// from the other kernels'.
 ///
@@ -361,7 +361,7 @@ mod tests {
                 factor,
                 p,
             };
-            let near = above > 1e-3 && super::super::dense::bounded(&entry);
+            let near = above > 1e-3 && super::super::table::bounded(&entry);
             tf[i as usize] = if near { count } else { 0 };
             prepared.push(if near {
                 entry
@@ -420,7 +420,7 @@ mod tests {
                 }
             })
             .collect();
-        assert!(prepared.iter().all(super::super::dense::bounded));
+        assert!(prepared.iter().all(super::super::table::bounded));
         let mut tf: Vec<u8> = (0..size).map(|_| (next() % 12) as u8).collect();
         for round in 0..3000 {
             let n = (next() % (WEIGH_BATCH as u64 + 1)) as usize;
