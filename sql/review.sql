@@ -105,10 +105,12 @@ BEGIN
     END IF;
 
     -- Everything from the table in one query, which reads only the three
-    -- columns. s: the sample, numbered by key. p: its pairs, each once (a
-    -- pair of two sampled rows is kept from the side of the lower number),
-    -- found by the band indexes (the condition y.fp <~> x.fp <= k). Keys
-    -- are compared as text, so that any key type works on this search_path.
+    -- columns. s: the sample, numbered by key. c: each sampled row's
+    -- nearest neighbours, found by the band indexes (the condition
+    -- y.fp <~> x.fp <= k). p: the pairs, each once (a pair of two sampled
+    -- rows is kept from the side of the lower number), with their
+    -- similarity. Keys are compared as text, so that any key type works on
+    -- this search_path.
     EXECUTE pg_catalog.format($q$
         WITH s AS MATERIALIZED (
             SELECT q.key, q.fp, q.body, pg_catalog.row_number() OVER (ORDER BY q.k0) AS rn
@@ -116,9 +118,8 @@ BEGIN
                       FROM %1$s x
                      WHERE x.%2$I IS NOT NULL AND x.%3$I IS NOT NULL AND x.%4$I IS NOT NULL
                      ORDER BY x.%2$I LIMIT %6$s) q
-        ), p AS MATERIALIZED (
-            SELECT x.rn, x.key AS a_key, n.key AS b_key, n.d, x.body AS a_body, n.body AS b_body,
-                   @extschema@.simhash_similarity(x.body, n.body) AS sim
+        ), c AS (
+            SELECT x.rn, x.key AS a_key, n.key AS b_key, n.d, x.body AS a_body, n.body AS b_body
               FROM s x
               CROSS JOIN LATERAL (
                   SELECT y.%2$I::pg_catalog.text AS key, y.%4$I AS body,
@@ -127,11 +128,13 @@ BEGIN
                    WHERE y.%3$I OPERATOR(@extschema@.<~>) x.fp OPERATOR(pg_catalog.<=) %5$s
                      AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
                      AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
-                     AND NOT EXISTS (SELECT FROM s z
-                                      WHERE z.key OPERATOR(pg_catalog.=) y.%2$I::pg_catalog.text
-                                        AND z.rn OPERATOR(pg_catalog.<) x.rn)
                    ORDER BY 3, y.%2$I
                    LIMIT %7$s) n
+        ), p AS MATERIALIZED (
+            SELECT c.rn, c.a_key, c.b_key, c.d, c.a_body, c.b_body,
+                   @extschema@.simhash_similarity(c.a_body, c.b_body) AS sim
+              FROM c LEFT JOIN s z ON z.key OPERATOR(pg_catalog.=) c.b_key
+             WHERE z.rn IS NULL OR z.rn OPERATOR(pg_catalog.>) c.rn
         ), ranked AS (
             SELECT p.*, pg_catalog.row_number() OVER (
                        PARTITION BY p.d
@@ -142,7 +145,7 @@ BEGIN
             'rows', (SELECT pg_catalog.count(*) FROM %1$s t),
             'fingerprinted', (SELECT pg_catalog.count(t.%3$I) FROM %1$s t),
             'sampled', (SELECT pg_catalog.count(*) FROM s),
-            'capped', (SELECT pg_catalog.count(*) FROM (SELECT FROM p GROUP BY p.rn
+            'capped', (SELECT pg_catalog.count(*) FROM (SELECT FROM c GROUP BY c.rn
                                                          HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) %7$s) c),
             'pairs', (SELECT pg_catalog.count(*) FROM p),
             'by_distance', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -154,7 +157,7 @@ BEGIN
                                       FROM p GROUP BY p.d) g),
             'by_similarity', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                                          'b', g.b, 'pairs', g.n, 'pass', g.np) ORDER BY g.b)
-                                FROM (SELECT pg_catalog.least(pg_catalog.floor(p.sim OPERATOR(pg_catalog.*) 20), 19)::integer AS b,
+                                FROM (SELECT LEAST(pg_catalog.floor(p.sim OPERATOR(pg_catalog.*) 20)::integer, 19) AS b,
                                              pg_catalog.count(*) AS n,
                                              pg_catalog.count(*) FILTER (WHERE p.sim OPERATOR(pg_catalog.>=) $1) AS np
                                         FROM p GROUP BY 1) g),
@@ -180,11 +183,11 @@ BEGIN
       FROM unnest(ARRAY[
                tbl::text, quote_ident(fp_col), quote_ident(text_col), quote_ident(key_col),
                format(E'-- two texts\nSELECT simhash_is_near_duplicate(a, b);\n'
-                      E'-- the same as\nSELECT simhash(a) <~> simhash(b) <= %s AND simhash_similarity(a, b) >= %s;\n'
-                      E'-- the rows of %s near a text $1, candidates found by the band indexes\n'
-                      E'SELECT %I FROM %s WHERE %I <~> simhash($1) <= %s AND simhash_similarity(%I, $1) >= %s;\n'
-                      E'-- other settings, for a session (or ALTER DATABASE ... SET, for every session)\n'
-                      E'SET simhash.verify_k = %s;\nSET simhash.similarity_threshold = %s;',
+                      '-- the same as\nSELECT simhash(a) <~> simhash(b) <= %s AND simhash_similarity(a, b) >= %s;\n'
+                      '-- the rows of %s near a text $1, candidates found by the band indexes\n'
+                      'SELECT %I FROM %s WHERE %I <~> simhash($1) <= %s AND simhash_similarity(%I, $1) >= %s;\n'
+                      '-- other settings, for a session (or ALTER DATABASE ... SET, for every session)\n'
+                      'SET simhash.verify_k = %s;\nSET simhash.similarity_threshold = %s;',
                       verify_k, threshold, tbl, key_col, tbl, fp_col, verify_k, text_col, threshold,
                       verify_k, threshold)
            ]) WITH ORDINALITY AS v(u, o);
@@ -233,7 +236,7 @@ table.stats tr.beyond td { color: #6b7385; }
 .not-near .verdict { color: #6b7385; }
 .sides { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
 .side h4 { margin: 0 0 4px; font-size: 13px; color: #4a5263; font-weight: 600; }
-.text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; padding: 8px; background: #fafbfc; border: 1px solid #e3e6eb; border-radius: 4px; max-height: 420px; overflow-y: auto; }
+.text { font-family: inherit; font-size: 14px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; padding: 8px; background: #fafbfc; border: 1px solid #e3e6eb; border-radius: 4px; max-height: 420px; overflow-y: auto; }
 mark.a { background: #ffcdd2; color: inherit; }
 mark.b { background: #c8e6c9; color: inherit; }
 .cut { color: #8a5a00; font-size: 12px; margin: 4px 0 0; }
@@ -276,7 +279,9 @@ $h$,
         page := page || format(E'<p class="note" id="no-pairs">No pair of rows within distance %s among the sampled rows: nothing to review. Try a larger k or sample.</p>\n', k);
     ELSE
         -- Histogram of distances 0..k: a bar per distance, the pairs at or
-        -- above the threshold in green at its foot.
+        -- above the threshold in green at its foot. Heights on a square-root
+        -- scale: the few pairs at small distances stay visible beside the
+        -- many chance pairs near k.
         SELECT string_agg(format(
                    '<g><title>distance %1$s: %2$s pairs, %3$s at or above the threshold</title>'
                    '<rect class="fail" x="%4$s" y="%5$s" width="%6$s" height="%7$s"/>'
@@ -288,7 +293,8 @@ $h$,
                    round(50 + d * bw + bw / 2, 1), 200 - h - 5), E'\n' ORDER BY d)
           INTO part
           FROM (SELECT d, n, np, bw,
-                       round(170.0 * n / maxn)::integer AS h, round(170.0 * np / maxn)::integer AS hp
+                       round(170 * sqrt(n::numeric / maxn))::integer AS h,
+                       round(170 * sqrt(n::numeric / maxn) * np / greatest(n, 1))::integer AS hp
                   FROM (SELECT d, coalesce((e->>'pairs')::bigint, 0) AS n, coalesce((e->>'pass')::bigint, 0) AS np,
                                700.0 / (k + 1) AS bw
                           FROM generate_series(0, k) AS d
@@ -303,7 +309,7 @@ $h$,
 %3$s
 <text x="400" y="244" text-anchor="middle">Hamming distance of the fingerprints</text>
 </svg>
-<figcaption class="legend"><span><i style="background:#2e7d32"></i>similarity at or above the threshold (%4$s)</span><span><i style="background:#b0bac8"></i>below it</span> Bar labels: pairs.</figcaption>
+<figcaption class="legend"><span><i style="background:#2e7d32"></i>similarity at or above the threshold (%4$s)</span><span><i style="background:#b0bac8"></i>below it</span> Bar labels: pairs; heights on a square-root scale.</figcaption>
 </figure>
 $h$, k, maxn, part, threshold);
 
@@ -321,7 +327,8 @@ $h$, k, maxn, part, threshold);
                    E'\n' ORDER BY b)
           INTO part
           FROM (SELECT b, n, np,
-                       round(170.0 * n / m)::integer AS h, round(170.0 * np / m)::integer AS hp
+                       round(170 * sqrt(n::numeric / m))::integer AS h,
+                       round(170 * sqrt(n::numeric / m) * np / greatest(n, 1))::integer AS hp
                   FROM (SELECT b, coalesce((e->>'pairs')::bigint, 0) AS n, coalesce((e->>'pass')::bigint, 0) AS np,
                                greatest(max((e->>'pairs')::bigint) OVER (), 1) AS m
                           FROM generate_series(0, 19) AS b
@@ -341,7 +348,7 @@ $h$, k, maxn, part, threshold);
 <text class="thr-label" x="%3$s" y="14" text-anchor="middle">threshold %4$s</text>
 <text x="400" y="244" text-anchor="middle">simhash_similarity of the texts (buckets of 0.05)</text>
 </svg>
-<figcaption>Pairs of unrelated texts gather on the left, near-copies on the right; a threshold in the valley between them separates the two.</figcaption>
+<figcaption>Pairs of unrelated texts gather on the left, near-copies on the right; a threshold in the valley between them separates the two. Heights on a square-root scale.</figcaption>
 </figure>
 $h$, part, round(50 + 700 * threshold::numeric, 1),
              least(greatest(round(50 + 700 * threshold::numeric, 1), 90), 700), threshold);
@@ -385,7 +392,7 @@ $h$, threshold, part,
         -- text lacks are wrapped in two private-use characters (the text's
         -- own are replaced first, keeping the offsets), the whole escaped,
         -- and the two characters made <mark> tags.
-        page := page || format(E'\n<h2 id="samples">Sample pairs</h2>\n<p>Up to %s pairs at each distance, those whose similarity is nearest the threshold first. <mark class="a">Marked</mark> stretches are in one text and not in the other.</p>\n', per_distance);
+        page := page || format(E'\n<h2 id="samples">Sample pairs</h2>\n<p>Up to %s pairs at each distance, those whose similarity is nearest the threshold first. Marked: what <mark class="a">only the left text</mark> has, and what <mark class="b">only the right text</mark> has.</p>\n', per_distance);
         FOR smp IN SELECT e FROM jsonb_array_elements(r->'samples') e LOOP
             IF (smp->>'d')::integer <> cur THEN
                 cur := (smp->>'d')::integer;
@@ -441,8 +448,8 @@ $h$, threshold, part,
                            f->>'bits', to_char((f->>'pull')::double precision, 'FM9999990.00')), '' ORDER BY o)
                   INTO part
                   FROM jsonb_array_elements(smp->'explain'->'features') WITH ORDINALITY AS x(f, o);
-                page := page || format(E'<details><summary>Features that moved the %s differing bits most</summary><table><tr><th>feature</th><th>weight left</th><th>weight right</th><th>bits</th><th>pull</th></tr>%s</table></details>\n',
-                    smp->>'d', part);
+                page := page || format(E'<details><summary>Features that moved %s most</summary><table><tr><th>feature</th><th>weight left</th><th>weight right</th><th>bits</th><th>pull</th></tr>%s</table></details>\n',
+                    CASE smp->>'d' WHEN '1' THEN 'the differing bit' ELSE 'the ' || (smp->>'d') || ' differing bits' END, part);
             END IF;
             page := page || E'</article>\n';
         END LOOP;
