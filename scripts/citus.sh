@@ -249,18 +249,7 @@ init_node() { # init_node INDEX
     dir=$(node_dir "$i")
     [ -f "$dir/PG_VERSION" ] && return
     log "creating the Citus ${NODES[$i]} in $dir (port $(node_port "$i"))"
-    mkdir -p "$dir"
-    [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$dir"
-    chmod 700 "$dir"
-    local checksums=()
-    [ "$PG_MAJOR" -lt 18 ] || checksums=(--no-data-checksums)
-    as_server "$PG_BIN/initdb" -D "$dir" -E UTF8 --locale=C -U "$SERVER_USER" \
-        --auth=trust "${checksums[@]}" >/dev/null
-    as_server tee -a "$dir/postgresql.conf" >/dev/null <<CONF
-# added by scripts/citus.sh
-port = $(node_port "$i")
-listen_addresses = ''
-unix_socket_directories = '$SOCK_DIR'
+    init_cluster "$dir" "$PG_BIN" "$(node_port "$i")" "$SOCK_DIR" <<CONF
 # Citus refuses to load unless it comes first.
 shared_preload_libraries = 'citus,simhash'
 # How a node connects to itself (Citus's default is localhost over TCP).
@@ -270,13 +259,9 @@ max_prepared_transactions = 200
 max_connections = 200
 # Logical replication is how Citus moves shards (citus_rebalance_start).
 wal_level = logical
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 shared_buffers = 128MB
 work_mem = 16MB
 maintenance_work_mem = 256MB
-logging_collector = off
 CONF
 }
 
@@ -292,12 +277,7 @@ require_libraries() {
 start_node() { # start_node INDEX
     local i=$1 dir
     dir=$(node_dir "$i")
-    if node_running "$i"; then
-        # Restart: a preloaded library is read only at server start.
-        as_server "$PG_BIN/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
-    fi
-    as_server "$PG_BIN/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null \
-        || { tail -n 30 "$dir/server.log" >&2; die "the Citus ${NODES[$i]} did not start"; }
+    start_cluster "$dir" "$PG_BIN"
 }
 
 # The database with citus and simhash, and Citus's SQL objects at the

@@ -40,39 +40,15 @@ start() {
     require_pg
     if [ ! -f "$PGDATA_DIR/PG_VERSION" ]; then
         log "creating a throwaway cluster in $PGDATA_DIR"
-        mkdir -p "$PGDATA_DIR"
-        [ "$SERVER_USER" = "$(id -un)" ] || chown "$SERVER_USER" "$PGDATA_DIR"
-        chmod 700 "$PGDATA_DIR"
-        # No data checksums: PostgreSQL 18's initdb turns them on by
-        # default, and pg_upgrade needs both sides alike.
-        local checksums=()
-        [ "$PG_MAJOR" -lt 18 ] || checksums=(--no-data-checksums)
-        as_server "$PG_BIN/initdb" -D "$PGDATA_DIR" -E UTF8 --locale=C -U "$SERVER_USER" \
-            --auth=trust "${checksums[@]}" >/dev/null
-        as_server tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null <<CONF
-# added by scripts/cluster.sh
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$PGDATA_DIR'
+        init_cluster "$PGDATA_DIR" "$PG_BIN" "$PORT" "$PGDATA_DIR" <<CONF
 shared_preload_libraries = 'simhash'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 shared_buffers = 512MB
 work_mem = 64MB
 maintenance_work_mem = 512MB
 max_wal_size = 4GB
-logging_collector = off
 CONF
     fi
-    if as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" status >/dev/null 2>&1; then
-        # Restart: a preloaded library is read only at server start.
-        as_server "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
-    fi
-    # RUST_BACKTRACE=1, as a developer's server often has it: the tests
-    # check that no error shows a client a Rust backtrace even then.
-    as_server env RUST_BACKTRACE=1 "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w -t 60 start >/dev/null \
-        || { tail -n 30 "$PGDATA_DIR/server.log" >&2; die "the server did not start"; }
+    start_cluster "$PGDATA_DIR" "$PG_BIN"
 }
 
 stop() {

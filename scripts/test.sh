@@ -49,8 +49,11 @@ not_in_place() {
     before=$(sha256sum </proc/self/fd/$held)
     aside="$file.old.$$"
     $SUDO mv -f "$file" "$aside"
-    "$@" || { $SUDO rm -f "$aside"; return 1; }
-    $SUDO rm -f "$aside"
+    local status=0
+    "$@" || status=$?
+    # Nothing installed (a failed build): the old file goes back.
+    if [ -f "$file" ]; then $SUDO rm -f "$aside"; else $SUDO mv -f "$aside" "$file"; fi
+    [ $status = 0 ] || return $status
     [ "$(sha256sum </proc/self/fd/$held)" = "$before" ] ||
         die "$file was rewritten in place by: $*"
     exec {held}<&-
@@ -85,6 +88,10 @@ for v in $PG_VERSIONS; do
     "$ROOT/tests/upgrade.sh"
     log "PostgreSQL $v: dump and restore"
     "$ROOT/tests/dump_restore.sh"
+    log "PostgreSQL $v: the review page in a browser"
+    "$ROOT/tests/review.sh"
+    log "PostgreSQL $v: the guard under logical replication"
+    "$ROOT/tests/replication.sh"
     "$ROOT/scripts/cluster.sh" stop
     log "PostgreSQL $v: Citus (a coordinator and two workers)"
     "$ROOT/tests/citus.sh"

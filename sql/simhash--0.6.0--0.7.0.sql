@@ -422,6 +422,617 @@ END
 $$;
 
 
--- simhash_review: a self-contained HTML page to review near-duplicate
--- candidates of a table (written by the review page's author; see the
--- README's "Reviewing a table").
+-- simhash_insert_new: a set-based load that skips near-duplicates.
+CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer DEFAULT 3,
+                                   order_by text DEFAULT NULL, fp_col name DEFAULT 'fp',
+                                   key_col name DEFAULT 'id', skipped_into regclass DEFAULT NULL,
+                                   text_col name DEFAULT NULL, threshold double precision DEFAULT NULL)
+    RETURNS TABLE (inserted bigint, skipped bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text;
+    fp_expr text;
+    generated "char";
+    cols text;
+    verify_xy text := '';
+    verify_ts text := '';
+    work text := 'simhash_insert_new_' || pg_backend_pid();
+    n_in bigint;
+    n_skip bigint;
+    r record;
+BEGIN
+    IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL OR key_col IS NULL THEN
+        RAISE EXCEPTION 'simhash_insert_new: target, source, k, fp_col and key_col must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF k < 0 OR k > 11 THEN
+        RAISE EXCEPTION 'simhash_insert_new: k must be from 0 to 11, not %', k USING ERRCODE = '22023';
+    END IF;
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+            INTO STRICT r USING target;
+        IF r.exists THEN
+            RAISE EXCEPTION 'simhash_insert_new: Citus table % is not supported yet', target
+                USING ERRCODE = '0A000',
+                      HINT = 'Load into a local table with simhash_insert_new, or find near-duplicates after loading with simhash_clusters().';
+        END IF;
+    END IF;
+    SELECT a.attgenerated INTO generated FROM pg_attribute a
+    WHERE a.attrelid = target AND a.attname = fp_col AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.atttypid = '@extschema@.simhash64'::regtype;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'simhash_insert_new: % has no simhash64 column "%"', target, fp_col USING ERRCODE = '42703';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = target AND a.attname = key_col
+                                               AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'simhash_insert_new: % has no key column "%"', target, key_col USING ERRCODE = '42703';
+    END IF;
+    IF NOT EXISTS (SELECT FROM unnest(@extschema@.simhash_band_layouts(target, fp_col)) l
+                   WHERE l IN ('4x16', '4x16c') OR (l = '2x32' AND k <= 7)) THEN
+        RAISE EXCEPTION 'simhash_insert_new: % has no band indexes on "%" that serve k = %', target, fp_col, k
+            USING ERRCODE = '55000',
+                  HINT = format('Run SELECT simhash_add_bands(%L, %L) first.', target::text, fp_col);
+    END IF;
+    IF text_col IS NULL AND threshold IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_insert_new: a threshold needs the text column to verify on' USING ERRCODE = '22023';
+    END IF;
+    IF text_col IS NOT NULL THEN
+        IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = target AND a.attname = text_col
+                         AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype) THEN
+            RAISE EXCEPTION 'simhash_insert_new: % has no text column "%"', target, text_col USING ERRCODE = '42804';
+        END IF;
+        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
+            RAISE EXCEPTION 'simhash_insert_new: the similarity threshold must be from 0 to 1, not %', threshold
+                USING ERRCODE = '22023';
+        END IF;
+        verify_ts := format(' AND @extschema@.simhash_similarity(t.%I, s2.%I) OPERATOR(pg_catalog.>=) %s', text_col, text_col, threshold);
+        verify_xy := format(' AND @extschema@.simhash_similarity(x.%I, y.%I) OPERATOR(pg_catalog.>=) %s', text_col, text_col, threshold);
+    END IF;
+    IF source = target THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
+    END IF;
+    src := format('SELECT * FROM %s', source);
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', target);
+    -- The fingerprint of each source row: the target's generation
+    -- expression over the source's columns, or the source's own column.
+    IF generated = 's' THEN
+        SELECT pg_get_expr(d.adbin, d.adrelid) INTO fp_expr FROM pg_attrdef d JOIN pg_attribute a
+            ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        WHERE d.adrelid = target AND a.attname = fp_col;
+    ELSE
+        fp_expr := format('s.%I', fp_col);
+    END IF;
+    IF to_regclass('pg_temp.' || quote_ident(work)) IS NOT NULL THEN
+        EXECUTE format('DROP TABLE pg_temp.%I', work);  -- left by a call that failed
+    END IF;
+    BEGIN
+        EXECUTE format('CREATE TEMP TABLE %I AS SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
+                       '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
+                       'NULL::integer AS simhash_dist FROM (%s) s',
+                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+    EXCEPTION WHEN undefined_column OR datatype_mismatch OR cannot_coerce THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: %', target, SQLERRM
+            USING ERRCODE = '42804',
+                  HINT = 'The source must return the columns the target''s fingerprint is computed from, with their names.';
+    END;
+    EXECUTE format('SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), '', '' ORDER BY a.attnum)
+                      FROM pg_attribute a JOIN pg_attribute w ON w.attrelid = %L::regclass AND w.attname = a.attname
+                     WHERE a.attrelid = %L::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''''
+                       AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'')',
+                   'pg_temp.' || quote_ident(work), target) INTO cols;
+    IF cols IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attribute w ON w.attname = a.attname
+                                   WHERE a.attrelid = target AND a.attname = key_col
+                                     AND w.attrelid = ('pg_temp.' || quote_ident(work))::regclass) THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source has no column of % (the key "%" at least)', target, key_col
+            USING ERRCODE = '42804';
+    END IF;
+    -- Within k of a row of the target: the band indexes answer.
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                      FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                              FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
+                                   WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
+                                   LIMIT 1) t) m
+                     WHERE s.simhash_n = m.simhash_n',
+                   work, key_col, fp_col, target, k, verify_ts);
+    -- Pairs within the source: through band indexes of the work table.
+    EXECUTE format('ANALYZE pg_temp.%I', work);
+    PERFORM @extschema@.simhash_add_bands(('pg_temp.' || quote_ident(work))::regclass, 'simhash_fp', '4x16');
+    -- Within k of an earlier kept row of the source: in order, each row
+    -- that has an earlier neighbour is skipped when one of them was kept.
+    FOR r IN EXECUTE format(
+        'SELECT y.simhash_n AS n, pg_catalog.array_agg(x.simhash_n ORDER BY x.simhash_n) AS earlier
+           FROM pg_temp.%1$I x JOIN pg_temp.%1$I y
+             ON x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n
+            AND x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %2$s %3$s
+          WHERE NOT y.simhash_skip AND NOT x.simhash_skip
+          GROUP BY y.simhash_n ORDER BY y.simhash_n', work, k, verify_xy)
+    LOOP
+        EXECUTE format('UPDATE pg_temp.%1$I y SET simhash_skip = true, simhash_match = x.%2$I::bigint,
+                               simhash_dist = (x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp)
+                          FROM (SELECT * FROM pg_temp.%1$I x WHERE x.simhash_n = ANY ($1) AND NOT x.simhash_skip
+                                ORDER BY x.simhash_n LIMIT 1) x
+                         WHERE y.simhash_n = $2', work, key_col)
+            USING r.earlier, r.n;
+    END LOOP;
+    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
+                   target, cols, cols, work);
+    GET DIAGNOSTICS n_in = ROW_COUNT;
+    EXECUTE format('SELECT count(*) FROM pg_temp.%I WHERE simhash_skip', work) INTO n_skip;
+    IF skipped_into IS NOT NULL THEN
+        EXECUTE format('INSERT INTO %s (skipped, matched, distance) SELECT %I::bigint, simhash_match, simhash_dist
+                          FROM pg_temp.%I WHERE simhash_skip ORDER BY simhash_n', skipped_into, key_col, work);
+    END IF;
+    EXECUTE format('DROP TABLE pg_temp.%I', work);
+    RETURN QUERY SELECT n_in, n_skip;
+END
+$$;
+
+
+---------------------------------------------------------------------------
+-- Reviewing a table: simhash_review(tbl, fp_col, text_col) returns one
+-- self-contained HTML page (inline CSS and SVG, no script, nothing fetched)
+-- to choose k and the similarity threshold on the table's own data:
+--   psql -Atc "SELECT simhash_review('docs', 'fp', 'body')" > review.html
+--
+-- It takes the first `sample` rows by key_col that have a key, a
+-- fingerprint and a text, finds each one's neighbours within k (default
+-- simhash.verify_k) through the band indexes, each pair once and at most
+-- the 100 nearest per sampled row, and computes their simhash_similarity.
+-- The page shows the settings in force and the rule of record, histograms
+-- of the pairs' distances and similarities, a table of the pairs and of
+-- those at or above the threshold per distance, and up to per_distance
+-- pairs at each distance (those nearest the threshold first) side by side,
+-- with the stretches each text has that the other lacks marked
+-- (simhash_explain). Every text from the table is HTML-escaped; a text
+-- longer than 2,000 characters is cut there, saying so.
+--
+-- It runs as the caller (not SECURITY DEFINER): the caller needs SELECT on
+-- the three columns, and row-level security applies. The work grows with
+-- the pairs found: at most sample * 100 similarities and 12 * per_distance
+-- explanations.
+---------------------------------------------------------------------------
+CREATE FUNCTION simhash_review(tbl regclass, fp_col name, text_col name, key_col name DEFAULT 'id',
+                               k integer DEFAULT NULL, sample integer DEFAULT 2000,
+                               per_distance integer DEFAULT 3)
+    RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- The nearest neighbours counted per sampled row, and where a text
+    -- shown on the page is cut.
+    cap CONSTANT integer := 100;
+    cut CONSTANT integer := 2000;
+    verify_k integer := coalesce(nullif(current_setting('simhash.verify_k', true), '')::integer, 11);
+    threshold double precision := @extschema@.simhash_setting_threshold();
+    relkind "char";
+    fp_type oid;
+    text_type oid;
+    r jsonb;
+    names text[];
+    npairs bigint;
+    maxn bigint;
+    last_pass integer;
+    page text;
+    part text;
+    smp jsonb;
+    cur integer := -1;
+BEGIN
+    IF tbl IS NULL OR fp_col IS NULL OR text_col IS NULL OR key_col IS NULL
+       OR sample IS NULL OR per_distance IS NULL THEN
+        RAISE EXCEPTION 'simhash_review() needs a table and its fingerprint, text and key columns, and sample and per_distance'
+            USING ERRCODE = '22004',
+                  HINT = 'Only k may be NULL (it then defaults to simhash.verify_k).';
+    END IF;
+    k := coalesce(k, verify_k);
+    IF k < 0 OR k > 11 THEN
+        RAISE EXCEPTION 'simhash_review() distance must be an integer from 0 to 11, not %', k
+            USING ERRCODE = '22023',
+                  HINT = 'The band indexes answer distances up to 11; leave k NULL for simhash.verify_k.';
+    END IF;
+    IF sample < 1 THEN
+        RAISE EXCEPTION 'simhash_review() sample must be at least 1, not %', sample
+            USING ERRCODE = '22023', HINT = 'sample is how many rows (by key) look for their neighbours.';
+    END IF;
+    IF per_distance < 1 THEN
+        RAISE EXCEPTION 'simhash_review() per_distance must be at least 1, not %', per_distance
+            USING ERRCODE = '22023', HINT = 'per_distance is how many pairs the page shows at each distance.';
+    END IF;
+
+    SELECT c.relkind INTO relkind FROM pg_class c WHERE c.oid = tbl;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', tbl::oid
+            USING ERRCODE = '42P01';
+    END IF;
+    IF relkind NOT IN ('r', 'p', 'v', 'm', 'f') THEN
+        RAISE EXCEPTION '"%" is not a table, view, materialized view or foreign table', tbl
+            USING ERRCODE = '42809';
+    END IF;
+    SELECT a.atttypid INTO fp_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = fp_col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', fp_col, tbl
+            USING ERRCODE = '42703', HINT = 'fp_col is the column of fingerprints (simhash64).';
+    END IF;
+    IF fp_type <> '@extschema@.simhash64'::regtype THEN
+        RAISE EXCEPTION 'column "%" of relation % is of type %, not simhash64', fp_col, tbl, format_type(fp_type, NULL)
+            USING ERRCODE = '42804', HINT = 'fp_col is the column of fingerprints, simhash(text_col).';
+    END IF;
+    SELECT a.atttypid INTO text_type FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = text_col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', text_col, tbl
+            USING ERRCODE = '42703', HINT = 'text_col is the column of the texts the fingerprints were made of.';
+    END IF;
+    IF text_type <> 'text'::regtype THEN
+        RAISE EXCEPTION 'column "%" of relation % is of type %, not text', text_col, tbl, format_type(text_type, NULL)
+            USING ERRCODE = '42804', HINT = 'Review a view that casts the column to text.';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_col
+                                              AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl
+            USING ERRCODE = '42703', HINT = 'key_col (default ''id'') names the rows on the page and orders the sample.';
+    END IF;
+
+    -- Everything from the table in one query, which reads only the three
+    -- columns. s: the sample, numbered by key. c: each sampled row's
+    -- nearest neighbours, found by the band indexes (the condition
+    -- y.fp <~> x.fp <= k). p: the pairs, each once (a pair of two sampled
+    -- rows is kept from the side of the lower number), with their
+    -- similarity. Keys are compared as text, so that any key type works on
+    -- this search_path.
+    EXECUTE pg_catalog.format($q$
+        WITH s AS MATERIALIZED (
+            SELECT q.key, q.fp, q.body, pg_catalog.row_number() OVER (ORDER BY q.k0) AS rn
+              FROM (SELECT x.%2$I AS k0, x.%2$I::pg_catalog.text AS key, x.%3$I AS fp, x.%4$I AS body
+                      FROM %1$s x
+                     WHERE x.%2$I IS NOT NULL AND x.%3$I IS NOT NULL AND x.%4$I IS NOT NULL
+                     ORDER BY x.%2$I LIMIT %6$s) q
+        ), c AS (
+            SELECT x.rn, x.key AS a_key, n.key AS b_key, n.d, x.body AS a_body, n.body AS b_body
+              FROM s x
+              CROSS JOIN LATERAL (
+                  SELECT y.%2$I::pg_catalog.text AS key, y.%4$I AS body,
+                         (y.%3$I OPERATOR(@extschema@.<~>) x.fp) AS d
+                    FROM %1$s y
+                   WHERE y.%3$I OPERATOR(@extschema@.<~>) x.fp OPERATOR(pg_catalog.<=) %5$s
+                     AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
+                     AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
+                   ORDER BY 3, y.%2$I
+                   LIMIT %7$s) n
+        ), p AS MATERIALIZED (
+            SELECT c.rn, c.a_key, c.b_key, c.d, c.a_body, c.b_body,
+                   @extschema@.simhash_similarity(c.a_body, c.b_body) AS sim
+              FROM c LEFT JOIN s z ON z.key OPERATOR(pg_catalog.=) c.b_key
+             WHERE z.rn IS NULL OR z.rn OPERATOR(pg_catalog.>) c.rn
+        ), ranked AS (
+            SELECT p.*, pg_catalog.row_number() OVER (
+                       PARTITION BY p.d
+                       ORDER BY pg_catalog.abs(p.sim OPERATOR(pg_catalog.-) $1), p.rn, p.b_key) AS r
+              FROM p
+        )
+        SELECT pg_catalog.jsonb_build_object(
+            'rows', (SELECT pg_catalog.count(*) FROM %1$s t),
+            'fingerprinted', (SELECT pg_catalog.count(t.%3$I) FROM %1$s t),
+            'sampled', (SELECT pg_catalog.count(*) FROM s),
+            'capped', (SELECT pg_catalog.count(*) FROM (SELECT FROM c GROUP BY c.rn
+                                                         HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) %7$s) c),
+            'pairs', (SELECT pg_catalog.count(*) FROM p),
+            'by_distance', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                                       'd', g.d, 'pairs', g.n, 'pass', g.np, 'min', g.mn, 'median', g.md) ORDER BY g.d)
+                              FROM (SELECT p.d, pg_catalog.count(*) AS n,
+                                           pg_catalog.count(*) FILTER (WHERE p.sim OPERATOR(pg_catalog.>=) $1) AS np,
+                                           pg_catalog.min(p.sim) AS mn,
+                                           pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY p.sim) AS md
+                                      FROM p GROUP BY p.d) g),
+            'by_similarity', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                                         'b', g.b, 'pairs', g.n, 'pass', g.np) ORDER BY g.b)
+                                FROM (SELECT LEAST(pg_catalog.floor(p.sim OPERATOR(pg_catalog.*) 20)::integer, 19) AS b,
+                                             pg_catalog.count(*) AS n,
+                                             pg_catalog.count(*) FILTER (WHERE p.sim OPERATOR(pg_catalog.>=) $1) AS np
+                                        FROM p GROUP BY 1) g),
+            'samples', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                                   'd', q.d, 'sim', q.sim, 'a_key', q.a_key, 'b_key', q.b_key,
+                                   'a', pg_catalog.left(q.a_body, $3), 'b', pg_catalog.left(q.b_body, $3),
+                                   'a_len', pg_catalog.char_length(q.a_body), 'b_len', pg_catalog.char_length(q.b_body),
+                                   'explain', @extschema@.simhash_explain(q.a_body, q.b_body, 5)) ORDER BY q.d, q.r)
+                          FROM ranked q WHERE q.r OPERATOR(pg_catalog.<=) $2))
+        $q$, tbl, key_col, fp_col, text_col, k, sample, cap)
+        INTO r USING threshold, per_distance, cut;
+
+    npairs := (r->>'pairs')::bigint;
+    maxn := coalesce((SELECT max((e->>'pairs')::bigint) FROM jsonb_array_elements(r->'by_distance') e), 0);
+    last_pass := (SELECT max((e->>'d')::integer) FROM jsonb_array_elements(r->'by_distance') e
+                  WHERE (e->>'pass')::bigint > 0);
+
+    -- The names shown on the page, escaped once: table, columns, and the
+    -- rule of record as SQL.
+    SELECT array_agg(replace(replace(replace(replace(replace(u, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'),
+                                     '"', '&quot;'), '''', '&#39;') ORDER BY o)
+      INTO names
+      FROM unnest(ARRAY[
+               tbl::text, quote_ident(fp_col), quote_ident(text_col), quote_ident(key_col),
+               format(E'-- two texts\nSELECT simhash_is_near_duplicate(a, b);\n'
+                      '-- the same as\nSELECT simhash(a) <~> simhash(b) <= %s AND simhash_similarity(a, b) >= %s;\n'
+                      '-- the rows of %s near a text $1, candidates found by the band indexes\n'
+                      'SELECT %I FROM %s WHERE %I <~> simhash($1) <= %s AND simhash_similarity(%I, $1) >= %s;\n'
+                      '-- other settings, for a session (or ALTER DATABASE ... SET, for every session)\n'
+                      'SET simhash.verify_k = %s;\nSET simhash.similarity_threshold = %s;',
+                      verify_k, threshold, tbl, key_col, tbl, fp_col, verify_k, text_col, threshold,
+                      verify_k, threshold)
+           ]) WITH ORDINALITY AS v(u, o);
+
+    page := format($h$<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>simhash review of %1$s</title>
+<style>
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", "Noto Sans", "Noto Sans CJK SC", sans-serif; color: #1d2330; background: #f6f7f9; margin: 0; }
+main { max-width: 1140px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 32px 0 8px; border-bottom: 1px solid #d5d9e0; padding-bottom: 4px; }
+h3 { font-size: 16px; margin: 24px 0 8px; }
+code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
+pre { background: #fff; border: 1px solid #d5d9e0; border-radius: 6px; padding: 10px 12px; overflow-x: auto; }
+.lead { color: #4a5263; margin: 0 0 16px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 12px 0; }
+dl.facts dt { color: #4a5263; }
+dl.facts dd { margin: 0; font-weight: 600; }
+.note { background: #fff8e1; border: 1px solid #f0d98a; border-radius: 6px; padding: 8px 12px; }
+figure { margin: 8px 0 0; background: #fff; border: 1px solid #d5d9e0; border-radius: 6px; padding: 8px; }
+figcaption { color: #4a5263; font-size: 13px; padding: 4px 8px; }
+svg { display: block; width: 100%%; height: auto; }
+svg text { font: 11px system-ui, sans-serif; fill: #1d2330; }
+svg .pass { fill: #2e7d32; }
+svg .fail { fill: #b0bac8; }
+svg .axis { stroke: #1d2330; stroke-width: 1; }
+svg .thr { stroke: #c62828; stroke-width: 2; stroke-dasharray: 5 3; }
+svg text.thr-label { fill: #c62828; font-weight: 600; }
+.legend span { display: inline-block; margin-right: 16px; }
+.legend i { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 5px; vertical-align: -1px; }
+table.stats { border-collapse: collapse; background: #fff; width: 100%%; }
+table.stats th, table.stats td { border: 1px solid #d5d9e0; padding: 4px 10px; text-align: right; }
+table.stats th { background: #eef1f5; }
+table.stats tr.in-force td { background: #e8f5e9; font-weight: 600; }
+table.stats tr.beyond td { color: #6b7385; }
+.pair { background: #fff; border: 1px solid #d5d9e0; border-radius: 6px; margin: 12px 0; padding: 10px 12px; }
+.pair.near { border-left: 5px solid #2e7d32; }
+.pair.not-near { border-left: 5px solid #b0bac8; }
+.pair .meta { display: flex; flex-wrap: wrap; gap: 6px 18px; margin-bottom: 8px; font-size: 14px; }
+.verdict { font-weight: 700; }
+.near .verdict { color: #2e7d32; }
+.not-near .verdict { color: #6b7385; }
+.sides { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+.side h4 { margin: 0 0 4px; font-size: 13px; color: #4a5263; font-weight: 600; }
+.text { font-family: inherit; font-size: 14px; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; padding: 8px; background: #fafbfc; border: 1px solid #e3e6eb; border-radius: 4px; max-height: 420px; overflow-y: auto; }
+mark.a { background: #ffcdd2; color: inherit; }
+mark.b { background: #c8e6c9; color: inherit; }
+.cut { color: #8a5a00; font-size: 12px; margin: 4px 0 0; }
+details { margin-top: 8px; font-size: 13px; }
+details table { border-collapse: collapse; margin-top: 4px; }
+details td, details th { border: 1px solid #e3e6eb; padding: 2px 8px; text-align: right; }
+footer { color: #6b7385; font-size: 12px; margin-top: 40px; }
+</style>
+</head>
+<body>
+<main>
+<h1>Near-duplicate review of <code>%1$s</code></h1>
+<p class="lead">Candidate pairs found by their fingerprints, checked on their texts: use it to choose the distance k and the similarity threshold for this data.</p>
+<dl class="facts">
+<dt>Table</dt><dd><code>%1$s</code>: %2$s rows, %3$s with a fingerprint</dd>
+<dt>Columns</dt><dd>fingerprint <code>%4$s</code>, text <code>%5$s</code>, key <code>%6$s</code></dd>
+<dt>Sample</dt><dd id="sample">the first %7$s rows by <code>%6$s</code> with a key, a fingerprint and a text; their neighbours within distance %8$s anywhere in the table</dd>
+<dt>Pairs found</dt><dd id="pairs">%9$s</dd>
+<dt>Settings in force</dt><dd id="settings">simhash.verify_k = %10$s, simhash.similarity_threshold = %11$s</dd>
+</dl>
+<p>The rule of record: a pair is a near-duplicate when its fingerprints are within <code>simhash.verify_k</code> and its texts&#39; <code>simhash_similarity</code> is at least <code>simhash.similarity_threshold</code>. In SQL, with the settings in force:</p>
+<pre id="rule">%12$s</pre>
+$h$,
+        names[1], to_char((r->>'rows')::bigint, 'FM999,999,999,990'),
+        to_char((r->>'fingerprinted')::bigint, 'FM999,999,999,990'),
+        names[2], names[3], names[4],
+        to_char((r->>'sampled')::bigint, 'FM999,999,999,990'), k,
+        CASE WHEN npairs = 1 THEN '1 pair' ELSE to_char(npairs, 'FM999,999,999,990') || ' pairs' END
+            || CASE WHEN npairs > 0 THEN format(', %s of them at or above the threshold',
+                   to_char((SELECT sum((e->>'pass')::bigint) FROM jsonb_array_elements(r->'by_distance') e), 'FM999,999,999,990'))
+               ELSE '' END,
+        verify_k, threshold, names[5]);
+
+    IF (r->>'capped')::bigint > 0 THEN
+        page := page || format(E'<p class="note">%s sampled rows have %s or more neighbours within distance %s: only their %s nearest are counted.</p>\n',
+                               r->>'capped', cap, k, cap);
+    END IF;
+
+    IF npairs = 0 THEN
+        page := page || format(E'<p class="note" id="no-pairs">No pair of rows within distance %s among the sampled rows: nothing to review. Try a larger k or sample.</p>\n', k);
+    ELSE
+        -- Histogram of distances 0..k: a bar per distance, the pairs at or
+        -- above the threshold in green at its foot. Heights on a square-root
+        -- scale: the few pairs at small distances stay visible beside the
+        -- many chance pairs near k.
+        SELECT string_agg(format(
+                   '<g><title>distance %1$s: %2$s pairs, %3$s at or above the threshold</title>'
+                   '<rect class="fail" x="%4$s" y="%5$s" width="%6$s" height="%7$s"/>'
+                   '<rect class="pass" x="%4$s" y="%8$s" width="%6$s" height="%9$s"/>'
+                   '<text x="%10$s" y="%11$s" text-anchor="middle">%2$s</text>'
+                   '<text x="%10$s" y="222" text-anchor="middle">%1$s</text></g>',
+                   d, n, np,
+                   round(50 + d * bw + 3, 1), 200 - h, round(bw - 6, 1), h - hp, 200 - hp, hp,
+                   round(50 + d * bw + bw / 2, 1), 200 - h - 5), E'\n' ORDER BY d)
+          INTO part
+          FROM (SELECT d, n, np, bw,
+                       round(170 * sqrt(n::numeric / maxn))::integer AS h,
+                       round(170 * sqrt(n::numeric / maxn) * np / greatest(n, 1))::integer AS hp
+                  FROM (SELECT d, coalesce((e->>'pairs')::bigint, 0) AS n, coalesce((e->>'pass')::bigint, 0) AS np,
+                               700.0 / (k + 1) AS bw
+                          FROM generate_series(0, k) AS d
+                          LEFT JOIN jsonb_array_elements(r->'by_distance') e ON (e->>'d')::integer = d) z) y;
+        page := page || format($h$
+<h2 id="distances">Distances</h2>
+<figure>
+<svg id="hist-distance" viewBox="0 0 760 250" role="img" aria-label="Histogram of the pairs' Hamming distances from 0 to %1$s">
+<line class="axis" x1="48" y1="200" x2="752" y2="200"/>
+<text x="44" y="34" text-anchor="end">%2$s</text>
+<text x="44" y="204" text-anchor="end">0</text>
+%3$s
+<text x="400" y="244" text-anchor="middle">Hamming distance of the fingerprints</text>
+</svg>
+<figcaption class="legend"><span><i style="background:#2e7d32"></i>similarity at or above the threshold (%4$s)</span><span><i style="background:#b0bac8"></i>below it</span> Bar labels: pairs; heights on a square-root scale.</figcaption>
+</figure>
+$h$, k, maxn, part, threshold);
+
+        -- Histogram of similarities in 20 buckets of 0.05, with the
+        -- threshold as a line.
+        SELECT string_agg(format(
+                   '<g><title>similarity %1$s to %2$s: %3$s pairs</title>'
+                   '<rect class="fail" x="%4$s" y="%5$s" width="29" height="%6$s"/>'
+                   '<rect class="pass" x="%4$s" y="%7$s" width="29" height="%8$s"/>'
+                   '%9$s</g>',
+                   to_char(b * 0.05, 'FM0.00'), to_char(b * 0.05 + 0.05, 'FM0.00'), n,
+                   50 + b * 35 + 3, 200 - h, h - hp, 200 - hp, hp,
+                   CASE WHEN n > 0 THEN format('<text x="%s" y="%s" text-anchor="middle">%s</text>',
+                                               50 + b * 35 + 17.5, 200 - h - 5, n) ELSE '' END),
+                   E'\n' ORDER BY b)
+          INTO part
+          FROM (SELECT b, n, np,
+                       round(170 * sqrt(n::numeric / m))::integer AS h,
+                       round(170 * sqrt(n::numeric / m) * np / greatest(n, 1))::integer AS hp
+                  FROM (SELECT b, coalesce((e->>'pairs')::bigint, 0) AS n, coalesce((e->>'pass')::bigint, 0) AS np,
+                               greatest(max((e->>'pairs')::bigint) OVER (), 1) AS m
+                          FROM generate_series(0, 19) AS b
+                          LEFT JOIN jsonb_array_elements(r->'by_similarity') e ON (e->>'b')::integer = b) z) y;
+        page := page || format($h$
+<h2 id="similarities">Similarities</h2>
+<figure>
+<svg id="hist-similarity" viewBox="0 0 760 250" role="img" aria-label="Histogram of the pairs' similarities in buckets of 0.05">
+<line class="axis" x1="48" y1="200" x2="752" y2="200"/>
+%1$s
+<text x="50" y="222" text-anchor="middle">0</text>
+<text x="225" y="222" text-anchor="middle">0.25</text>
+<text x="400" y="222" text-anchor="middle">0.5</text>
+<text x="575" y="222" text-anchor="middle">0.75</text>
+<text x="750" y="222" text-anchor="middle">1</text>
+<line class="thr" x1="%2$s" y1="18" x2="%2$s" y2="204"/>
+<text class="thr-label" x="%3$s" y="14" text-anchor="middle">threshold %4$s</text>
+<text x="400" y="244" text-anchor="middle">simhash_similarity of the texts (buckets of 0.05)</text>
+</svg>
+<figcaption>Pairs of unrelated texts gather on the left, near-copies on the right; a threshold in the valley between them separates the two. Heights on a square-root scale.</figcaption>
+</figure>
+$h$, part, round(50 + 700 * threshold::numeric, 1),
+             least(greatest(round(50 + 700 * threshold::numeric, 1), 90), 700), threshold);
+
+        -- The table per distance, with running totals: the row of k is
+        -- what k would find.
+        SELECT string_agg(format(
+                   '<tr%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>',
+                   CASE WHEN d = verify_k THEN ' class="in-force"' WHEN d > verify_k THEN ' class="beyond"' ELSE '' END,
+                   d || CASE WHEN d = verify_k THEN ' (verify_k)' ELSE '' END,
+                   n, np,
+                   CASE WHEN n > 0 THEN to_char(100.0 * np / n, 'FM990.0') || '%' ELSE '' END,
+                   cn, cnp,
+                   coalesce(to_char(mn, 'FM0.000'), ''), coalesce(to_char(md, 'FM0.000'), '')),
+                   E'\n' ORDER BY d)
+          INTO part
+          FROM (SELECT z.*, sum(n) OVER (ORDER BY d) AS cn, sum(np) OVER (ORDER BY d) AS cnp
+                  FROM (SELECT d, coalesce((e->>'pairs')::bigint, 0) AS n, coalesce((e->>'pass')::bigint, 0) AS np,
+                               (e->>'min')::double precision AS mn, (e->>'median')::double precision AS md
+                          FROM generate_series(0, k) AS d
+                          LEFT JOIN jsonb_array_elements(r->'by_distance') e ON (e->>'d')::integer = d) z) y;
+        page := page || format($h$
+<h2 id="by-distance">Pairs by distance</h2>
+<table class="stats">
+<thead><tr><th>distance</th><th>pairs</th><th>similarity &#8805; %1$s</th><th>share</th><th>pairs within</th><th>near-duplicates within</th><th>lowest similarity</th><th>median similarity</th></tr></thead>
+<tbody>
+%2$s
+</tbody>
+</table>
+<p id="advice">%3$s</p>
+$h$, threshold, part,
+            CASE WHEN last_pass IS NULL
+                 THEN format('No pair reaches the threshold %s within distance %s.', threshold, k)
+                 ELSE format('In this sample the pairs at or above the threshold reach up to distance %s: k = %s finds all of them%s.',
+                             last_pass, last_pass,
+                             CASE WHEN last_pass > verify_k THEN format(', and simhash.verify_k = %s misses some', verify_k)
+                                  ELSE format(', as simhash.verify_k = %s does', verify_k) END)
+            END);
+
+        -- Pairs side by side. Each text is cut, the stretches the other
+        -- text lacks are wrapped in two private-use characters (the text's
+        -- own are replaced first, keeping the offsets), the whole escaped,
+        -- and the two characters made <mark> tags.
+        page := page || format(E'\n<h2 id="samples">Sample pairs</h2>\n<p>Up to %s pairs at each distance, those whose similarity is nearest the threshold first. Marked: what <mark class="a">only the left text</mark> has, and what <mark class="b">only the right text</mark> has.</p>\n', per_distance);
+        FOR smp IN SELECT e FROM jsonb_array_elements(r->'samples') e LOOP
+            IF (smp->>'d')::integer <> cur THEN
+                cur := (smp->>'d')::integer;
+                page := page || format(E'<h3 id="distance-%s">Distance %s</h3>\n', cur, cur);
+            END IF;
+            SELECT string_agg(format(
+                       E'<div class="side"><h4>%s %s</h4><pre class="text">%s</pre>%s</div>',
+                       names[4],
+                       replace(replace(replace(replace(replace(v.key, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'),
+                                       '"', '&quot;'), '''', '&#39;'),
+                       replace(replace(replace(replace(replace(replace(replace(
+                           m.body, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;'), '''', '&#39;'),
+                           E'\uE000', format('<mark class="%s">', v.side)), E'\uE001', '</mark>'),
+                       CASE WHEN v.len > cut
+                            THEN format('<p class="cut">The first %s of %s characters.</p>',
+                                        to_char(cut, 'FM999,999,990'), to_char(v.len, 'FM999,999,999,990'))
+                            ELSE '' END),
+                       E'\n' ORDER BY v.side)
+              INTO part
+              FROM (VALUES ('a', smp->>'a_key', translate(smp->>'a', E'\uE000\uE001', E'\uFFFD\uFFFD'),
+                            (smp->>'a_len')::bigint, smp->'explain'->'only_in_a'),
+                           ('b', smp->>'b_key', translate(smp->>'b', E'\uE000\uE001', E'\uFFFD\uFFFD'),
+                            (smp->>'b_len')::bigint, smp->'explain'->'only_in_b')) AS v(side, key, t, len, spans)
+              CROSS JOIN LATERAL (
+                  SELECT coalesce(string_agg(substr(v.t, w.prev + 1, w.s2 - w.prev) || E'\uE000'
+                                             || substr(v.t, w.s2 + 1, w.e - w.s2) || E'\uE001', '' ORDER BY w.s), '')
+                         || substr(v.t, coalesce(max(w.e), 0) + 1) AS body
+                    FROM (SELECT u.s, u.e, greatest(u.s, u.prev) AS s2, u.prev
+                            FROM (SELECT sp.s, sp.e,
+                                         coalesce(max(sp.e) OVER (ORDER BY sp.s, sp.e
+                                                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS prev
+                                    FROM (SELECT (x->>'start')::integer AS s, least((x->>'end')::integer, cut) AS e
+                                            FROM jsonb_array_elements(coalesce(v.spans, '[]')) x
+                                           WHERE (x->>'start')::integer < cut) sp
+                                   WHERE sp.e > sp.s) u) w
+                   WHERE w.e > w.s2) m;
+            page := page || format(E'<article class="pair %s" id="pair-%s-%s">\n<div class="meta"><span>distance <b>%s</b></span><span>similarity <b>%s</b></span><span class="verdict">%s</span></div>\n<div class="sides">\n%s\n</div>\n',
+                CASE WHEN (smp->>'d')::integer <= verify_k AND (smp->>'sim')::double precision >= threshold
+                     THEN 'near' ELSE 'not-near' END,
+                cur, md5(smp->>'a_key' || E'\n' || (smp->>'b_key')),
+                smp->>'d', to_char((smp->>'sim')::double precision, 'FM0.000'),
+                CASE WHEN (smp->>'d')::integer > verify_k THEN 'not a near-duplicate: distance above simhash.verify_k'
+                     WHEN (smp->>'sim')::double precision >= threshold THEN 'near-duplicate'
+                     ELSE 'not a near-duplicate: similarity below the threshold' END,
+                part);
+            -- The features that moved the differing bits most.
+            IF jsonb_array_length(coalesce(smp->'explain'->'features', '[]')) > 0 THEN
+                SELECT string_agg(format('<tr><td style="text-align:left"><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>',
+                           replace(replace(replace(replace(replace(f->>'feature', '&', '&amp;'), '<', '&lt;'), '>', '&gt;'),
+                                           '"', '&quot;'), '''', '&#39;'),
+                           to_char((f->>'weight_a')::double precision, 'FM9999990.00'),
+                           to_char((f->>'weight_b')::double precision, 'FM9999990.00'),
+                           f->>'bits', to_char((f->>'pull')::double precision, 'FM9999990.00')), '' ORDER BY o)
+                  INTO part
+                  FROM jsonb_array_elements(smp->'explain'->'features') WITH ORDINALITY AS x(f, o);
+                page := page || format(E'<details><summary>Features that moved %s most</summary><table><tr><th>feature</th><th>weight left</th><th>weight right</th><th>bits</th><th>pull</th></tr>%s</table></details>\n',
+                    CASE smp->>'d' WHEN '1' THEN 'the differing bit' ELSE 'the ' || (smp->>'d') || ' differing bits' END, part);
+            END IF;
+            page := page || E'</article>\n';
+        END LOOP;
+    END IF;
+
+    page := page || format(E'<footer>Made by simhash_review() of the simhash extension %s in database %s at %s.</footer>\n</main>\n</body>\n</html>\n',
+        (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'simhash'),
+        replace(replace(replace(replace(replace(current_database(), '&', '&amp;'), '<', '&lt;'), '>', '&gt;'),
+                        '"', '&quot;'), '''', '&#39;'),
+        to_char(statement_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'));
+    RETURN page;
+END
+$$;

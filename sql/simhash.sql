@@ -806,6 +806,169 @@ BEGIN
 END
 $$;
 
+-- Set-based load without near-duplicates: inserts the rows of source (a
+-- table or a view: for a query, make it a temporary view) into target, skipping each row within k of a row of
+-- target or of an earlier kept row of source, in the order order_by names
+-- (an expression over the source's columns; default: as the source
+-- returns them). Exactly the rows that guarded inserts one at a time in
+-- that order would keep. The source's columns that target has are
+-- inserted; target's fingerprint column, when generated, is computed by
+-- its own expression on the source's columns. With text_col, a candidate
+-- counts only when the texts' simhash_similarity is at least threshold
+-- (default simhash.similarity_threshold), as the verified guard does.
+-- skipped_into, a table with columns (skipped bigint, matched bigint,
+-- distance integer) or wider, gets the key of each skipped row with the
+-- key it matched (of target, or of source). Target must have band indexes
+-- that serve k (simhash_add_bands). Takes a SHARE ROW EXCLUSIVE lock on
+-- target, so concurrent loads and inserts wait: no pair within k gets in
+-- between the check and the insert. One node (0A000 on Citus).
+CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer DEFAULT 3,
+                                   order_by text DEFAULT NULL, fp_col name DEFAULT 'fp',
+                                   key_col name DEFAULT 'id', skipped_into regclass DEFAULT NULL,
+                                   text_col name DEFAULT NULL, threshold double precision DEFAULT NULL)
+    RETURNS TABLE (inserted bigint, skipped bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src text;
+    fp_expr text;
+    generated "char";
+    cols text;
+    verify_xy text := '';
+    verify_ts text := '';
+    work text := 'simhash_insert_new_' || pg_backend_pid();
+    n_in bigint;
+    n_skip bigint;
+    r record;
+BEGIN
+    IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL OR key_col IS NULL THEN
+        RAISE EXCEPTION 'simhash_insert_new: target, source, k, fp_col and key_col must not be NULL'
+            USING ERRCODE = '22004';
+    END IF;
+    IF k < 0 OR k > 11 THEN
+        RAISE EXCEPTION 'simhash_insert_new: k must be from 0 to 11, not %', k USING ERRCODE = '22023';
+    END IF;
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+            INTO STRICT r USING target;
+        IF r.exists THEN
+            RAISE EXCEPTION 'simhash_insert_new: Citus table % is not supported yet', target
+                USING ERRCODE = '0A000',
+                      HINT = 'Load into a local table with simhash_insert_new, or find near-duplicates after loading with simhash_clusters().';
+        END IF;
+    END IF;
+    SELECT a.attgenerated INTO generated FROM pg_attribute a
+    WHERE a.attrelid = target AND a.attname = fp_col AND a.attnum > 0 AND NOT a.attisdropped
+      AND a.atttypid = '@extschema@.simhash64'::regtype;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'simhash_insert_new: % has no simhash64 column "%"', target, fp_col USING ERRCODE = '42703';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = target AND a.attname = key_col
+                                               AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'simhash_insert_new: % has no key column "%"', target, key_col USING ERRCODE = '42703';
+    END IF;
+    IF NOT EXISTS (SELECT FROM unnest(@extschema@.simhash_band_layouts(target, fp_col)) l
+                   WHERE l IN ('4x16', '4x16c') OR (l = '2x32' AND k <= 7)) THEN
+        RAISE EXCEPTION 'simhash_insert_new: % has no band indexes on "%" that serve k = %', target, fp_col, k
+            USING ERRCODE = '55000',
+                  HINT = format('Run SELECT simhash_add_bands(%L, %L) first.', target::text, fp_col);
+    END IF;
+    IF text_col IS NULL AND threshold IS NOT NULL THEN
+        RAISE EXCEPTION 'simhash_insert_new: a threshold needs the text column to verify on' USING ERRCODE = '22023';
+    END IF;
+    IF text_col IS NOT NULL THEN
+        IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = target AND a.attname = text_col
+                         AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype) THEN
+            RAISE EXCEPTION 'simhash_insert_new: % has no text column "%"', target, text_col USING ERRCODE = '42804';
+        END IF;
+        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
+            RAISE EXCEPTION 'simhash_insert_new: the similarity threshold must be from 0 to 1, not %', threshold
+                USING ERRCODE = '22023';
+        END IF;
+        verify_ts := format(' AND @extschema@.simhash_similarity(t.%I, s2.%I) OPERATOR(pg_catalog.>=) %s', text_col, text_col, threshold);
+        verify_xy := format(' AND @extschema@.simhash_similarity(x.%I, y.%I) OPERATOR(pg_catalog.>=) %s', text_col, text_col, threshold);
+    END IF;
+    IF source = target THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
+    END IF;
+    src := format('SELECT * FROM %s', source);
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', target);
+    -- The fingerprint of each source row: the target's generation
+    -- expression over the source's columns, or the source's own column.
+    IF generated = 's' THEN
+        SELECT pg_get_expr(d.adbin, d.adrelid) INTO fp_expr FROM pg_attrdef d JOIN pg_attribute a
+            ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+        WHERE d.adrelid = target AND a.attname = fp_col;
+    ELSE
+        fp_expr := format('s.%I', fp_col);
+    END IF;
+    IF to_regclass('pg_temp.' || quote_ident(work)) IS NOT NULL THEN
+        EXECUTE format('DROP TABLE pg_temp.%I', work);  -- left by a call that failed
+    END IF;
+    BEGIN
+        EXECUTE format('CREATE TEMP TABLE %I AS SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
+                       '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
+                       'NULL::integer AS simhash_dist FROM (%s) s',
+                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+    EXCEPTION WHEN undefined_column OR datatype_mismatch OR cannot_coerce THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: %', target, SQLERRM
+            USING ERRCODE = '42804',
+                  HINT = 'The source must return the columns the target''s fingerprint is computed from, with their names.';
+    END;
+    EXECUTE format('SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), '', '' ORDER BY a.attnum)
+                      FROM pg_attribute a JOIN pg_attribute w ON w.attrelid = %L::regclass AND w.attname = a.attname
+                     WHERE a.attrelid = %L::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''''
+                       AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'')',
+                   'pg_temp.' || quote_ident(work), target) INTO cols;
+    IF cols IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attribute w ON w.attname = a.attname
+                                   WHERE a.attrelid = target AND a.attname = key_col
+                                     AND w.attrelid = ('pg_temp.' || quote_ident(work))::regclass) THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source has no column of % (the key "%" at least)', target, key_col
+            USING ERRCODE = '42804';
+    END IF;
+    -- Within k of a row of the target: the band indexes answer.
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                      FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                              FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
+                                   WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
+                                   LIMIT 1) t) m
+                     WHERE s.simhash_n = m.simhash_n',
+                   work, key_col, fp_col, target, k, verify_ts);
+    -- Pairs within the source: through band indexes of the work table.
+    EXECUTE format('ANALYZE pg_temp.%I', work);
+    PERFORM @extschema@.simhash_add_bands(('pg_temp.' || quote_ident(work))::regclass, 'simhash_fp', '4x16');
+    -- Within k of an earlier kept row of the source: in order, each row
+    -- that has an earlier neighbour is skipped when one of them was kept.
+    FOR r IN EXECUTE format(
+        'SELECT y.simhash_n AS n, pg_catalog.array_agg(x.simhash_n ORDER BY x.simhash_n) AS earlier
+           FROM pg_temp.%1$I x JOIN pg_temp.%1$I y
+             ON x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n
+            AND x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %2$s %3$s
+          WHERE NOT y.simhash_skip AND NOT x.simhash_skip
+          GROUP BY y.simhash_n ORDER BY y.simhash_n', work, k, verify_xy)
+    LOOP
+        EXECUTE format('UPDATE pg_temp.%1$I y SET simhash_skip = true, simhash_match = x.%2$I::bigint,
+                               simhash_dist = (x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp)
+                          FROM (SELECT * FROM pg_temp.%1$I x WHERE x.simhash_n = ANY ($1) AND NOT x.simhash_skip
+                                ORDER BY x.simhash_n LIMIT 1) x
+                         WHERE y.simhash_n = $2', work, key_col)
+            USING r.earlier, r.n;
+    END LOOP;
+    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
+                   target, cols, cols, work);
+    GET DIAGNOSTICS n_in = ROW_COUNT;
+    EXECUTE format('SELECT count(*) FROM pg_temp.%I WHERE simhash_skip', work) INTO n_skip;
+    IF skipped_into IS NOT NULL THEN
+        EXECUTE format('INSERT INTO %s (skipped, matched, distance) SELECT %I::bigint, simhash_match, simhash_dist
+                          FROM pg_temp.%I WHERE simhash_skip ORDER BY simhash_n', skipped_into, key_col, work);
+    END IF;
+    EXECUTE format('DROP TABLE pg_temp.%I', work);
+    RETURN QUERY SELECT n_in, n_skip;
+END
+$$;
+
 ---------------------------------------------------------------------------
 -- Verified near-duplicates: the texts decide what the fingerprint finds.
 -- simhash_similarity: weighted containment of the character trigrams of

@@ -39,23 +39,10 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# initdb DIR BIN PORT: a cluster like scripts/cluster.sh's, without data
-# checksums (PostgreSQL 18 turns them on by default; pg_upgrade needs both
-# sides alike).
+# new_cluster DIR BIN PORT: a cluster like scripts/cluster.sh's (without
+# data checksums, which pg_upgrade needs alike on both sides).
 new_cluster() {
-    local dir=$1 bin=$2 port=$3 major
-    major=$("$bin/pg_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
-    local checksums=()
-    [ "$major" -lt 18 ] || checksums=(--no-data-checksums)
-    as_server "$bin/initdb" -D "$dir" -E UTF8 --locale=C -U "$SERVER_USER" --auth=trust \
-        "${checksums[@]}" >/dev/null
-    as_server tee -a "$dir/postgresql.conf" >/dev/null <<CONF
-port = $port
-listen_addresses = ''
-unix_socket_directories = '$work'
-shared_preload_libraries = 'simhash'
-fsync = off
-CONF
+    init_cluster "$1" "$2" "$3" "$work" <<<"shared_preload_libraries = 'simhash'"
 }
 start() { as_server "$2/pg_ctl" -D "$1" -l "$1/server.log" -w -t 60 start >/dev/null || { tail -20 "$1/server.log" >&2; fail "server in $1 did not start"; }; }
 stop() { as_server "$2/pg_ctl" -D "$1" -m fast -w stop >/dev/null; }

@@ -1,0 +1,82 @@
+-- simhash_insert_new: a set-based load that keeps exactly what guarded
+-- inserts one at a time, in the same order, would keep.
+
+-- Fingerprints set by hand: a chain (a near b, b near c, a not near c),
+-- copies of target rows, copies among the source, order by a column.
+CREATE TABLE ld (id bigint PRIMARY KEY, fp simhash64, note text);
+SELECT count(*) FROM simhash_add_bands('ld', 'fp', '4x16');
+INSERT INTO ld VALUES (1, '00000000000000ff', 't1'), (2, 'ffff0000ffff0000', 't2');
+CREATE TABLE ld_src (id bigint, fp simhash64, note text, seq int);
+INSERT INTO ld_src VALUES
+    (10, '00000000000000fe', 'copy of t1', 5),      -- 1 bit from row 1
+    (11, '0f0f0f0f0f0f0f0f', 'new a', 1),
+    (12, '0f0f0f0f0f0f0f0e', 'near a', 2),          -- skipped: 1 bit from 11
+    (13, '0f0f0f0f0f0f0f38', 'near 12 only', 3),    -- 4 bits from 12, 5 from 11: kept (12 was not)
+    (14, '0f0f0f0f0f0f0f39', 'near 13', 4),         -- skipped: 1 bit from 13
+    (15, 'abcdefabcdefabcd', 'new b', 6),
+    (16, 'abcdefabcdefabcd', 'same as b', 7);
+CREATE TABLE ld_skips (skipped bigint, matched bigint, distance integer);
+-- One at a time, through the guard, into a copy.
+CREATE TABLE ld_one (LIKE ld);
+SELECT count(*) FROM simhash_add_bands('ld_one', 'fp', '4x16');
+INSERT INTO ld_one SELECT * FROM ld;
+SELECT simhash_add_guard('ld_one', 'fp', 3, 'skip');
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT * FROM ld_src ORDER BY seq LOOP
+        INSERT INTO ld_one VALUES (r.id, r.fp, r.note);
+    END LOOP;
+END $$;
+SELECT * FROM simhash_insert_new('ld', 'ld_src', 3, 'seq', skipped_into => 'ld_skips');
+SELECT array_agg(id ORDER BY id) AS loaded FROM ld;
+SELECT (SELECT array_agg(id ORDER BY id) FROM ld) = (SELECT array_agg(id ORDER BY id) FROM ld_one) AS same_as_one_at_a_time;
+SELECT * FROM ld_skips ORDER BY skipped;
+-- Another order, another answer, still that of one-at-a-time inserts.
+DELETE FROM ld WHERE id >= 10;
+CREATE TEMP VIEW ld_src_view AS SELECT * FROM ld_src;
+SELECT * FROM simhash_insert_new('ld', 'ld_src_view', 3, 'seq DESC');
+SELECT array_agg(id ORDER BY id) AS loaded_in_reverse FROM ld;
+
+-- Texts, a generated fingerprint column, and verification.
+CREATE TABLE lt (id bigint PRIMARY KEY, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('lt', 'fp', '4x16');
+INSERT INTO lt (id, body) SELECT i, format('Doc %s: %s %s.', i, md5(i::text), md5((i * 3)::text)) FROM generate_series(1, 300) i;
+CREATE TABLE lt_src AS
+    SELECT 1000 + i AS id, format('Doc %s: %s %s.', i, md5(i::text), md5((i * 3)::text)) || ' ' AS body FROM generate_series(1, 20) i
+    UNION ALL SELECT 2000 + i, format('New %s: %s %s.', i, md5((i * 7)::text), md5((i * 11)::text)) FROM generate_series(1, 30) i
+    UNION ALL SELECT 3000 + i, format('New %s: %s %s!', i, md5((i * 7)::text), md5((i * 11)::text)) FROM generate_series(1, 10) i;
+CREATE TABLE lt_one (LIKE lt INCLUDING GENERATED);
+SELECT count(*) FROM simhash_add_bands('lt_one', 'fp', '4x16');
+INSERT INTO lt_one (id, body) SELECT id, body FROM lt;
+SELECT simhash_add_guard('lt_one', 'fp', 11, 'skip', 'id', 'body');
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT * FROM lt_src ORDER BY id LOOP
+        INSERT INTO lt_one (id, body) VALUES (r.id, r.body);
+    END LOOP;
+END $$;
+SELECT * FROM simhash_insert_new('lt', 'lt_src', 11, 'id', text_col => 'body');
+SELECT (SELECT array_agg(id ORDER BY id) FROM lt) = (SELECT array_agg(id ORDER BY id) FROM lt_one) AS verified_same_as_one_at_a_time,
+       (SELECT count(*) FROM lt WHERE id > 300) AS loaded;
+
+-- Bad input, each with its SQLSTATE.
+CREATE TABLE lt_nobands (id bigint, fp simhash64);
+CREATE TEMP VIEW lt_other_shape AS SELECT 1 AS x;
+CREATE TEMP VIEW lt_key_only AS SELECT id, body AS text FROM lt_src;
+SELECT q, outcome(q) FROM unnest(ARRAY[
+    $$SELECT * FROM simhash_insert_new('lt_nobands', 'ld_src', 3)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt', 3)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_src', 12)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_src', -1)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_other_shape', 3)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_key_only', 3)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'no_such_table', 3)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_src', 3, text_col => 'fp')$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_src', 3, threshold => 0.5)$$,
+    $$SELECT * FROM simhash_insert_new('lt', 'lt_src', 3, fp_col => 'body')$$,
+    $$SELECT * FROM simhash_insert_new('lt', NULL, 3)$$]) q;
+
+DROP VIEW ld_src_view, lt_other_shape, lt_key_only;
+DROP TABLE ld, ld_src, ld_skips, ld_one, lt, lt_src, lt_one, lt_nobands;
