@@ -28,6 +28,9 @@ cargo clippy --workspace --all-targets --features pg_test -- -D warnings
 log "core unit and golden tests"
 cargo test -p simhash-core -p simhash-bench
 
+log "fuzzing the readers of untrusted bytes (bounded: ${SIMHASH_FUZZ_SECONDS:-30} s a target)"
+"$ROOT/scripts/fuzz.sh" "${SIMHASH_FUZZ_SECONDS:-30}"
+
 # The installed library of the current version.
 library_path() {
     printf '%s/simhash.so' "$("$PG_CONFIG" --pkglibdir)"
