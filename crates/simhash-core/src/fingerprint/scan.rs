@@ -777,7 +777,8 @@ fn scan_as<S: Sink, const BLOCKS: bool>(
 #[cfg(test)]
 mod tests {
     use super::super::table::feature_text;
-    use super::super::{tests::shared, Kind, V3Feature};
+    use super::super::v3::V3Feature;
+    use super::super::{tests::shared, Kind};
     use super::*;
     use crate::testutil::splitmix;
 
