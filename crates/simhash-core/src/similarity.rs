@@ -38,7 +38,10 @@
 //!
 //! The rule this is measured for, a fingerprint distance of at most `k`
 //! and a similarity of at least a threshold, is chosen in `bench/quality`
-//! (`results.md`, "Verified by similarity").
+//! (`results.md`, "Verified by similarity"): k = 11 and 0.71 there, where
+//! every edit up to 10% of the characters counts as a copy (10%
+//! substitutions score about 0.73, 5% about 0.86, a footer, punctuation,
+//! width or script changes 1.00).
 //!
 //! # Cost
 //!
@@ -48,6 +51,15 @@
 //! exactly, with no hash collision, and nothing is allocated per gram;
 //! one table of counts, reused by each thread, holds the grams of the
 //! shorter text.
+//!
+//! Measured (bench `similarity-speed`: 2,000 pairs of neighbouring texts,
+//! one core): 3.0 ns per byte of Chinese news and 8.1 of English
+//! documents, against 1.5 and 1.8 for fingerprinting both texts of each
+//! pair: 2.0 and 4.5 times the fingerprint's cost, which is tuned far
+//! harder (table-driven scan of the bytes, dense counts). A table of our
+//! own (linear probing, stamped slots) with a byte-level scan and a dense
+//! table of ASCII trigrams measured slower, 5.3 and 9.6 ns per byte, so
+//! the standard hash map stays.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -921,6 +933,26 @@ mod tests {
             }
             let marks = format!("a{}", "\u{301}".repeat(3 * CHUNK));
             assert_eq!(stream_text(&marks), reference_stream(&marks));
+        }
+    }
+
+    #[test]
+    fn the_table_agrees_with_nfkc() {
+        let t = tables();
+        // NFKC splits before every boundary, whatever comes before it.
+        let before = [
+            "a", "e", "中", "\u{1100}", "\u{AC00}", "ｶ", "\u{301}", "\u{F900}", "\u{0B47}",
+        ];
+        for c in (0..0x1_0000u32).filter_map(char::from_u32) {
+            if t.entry(c) & BOUNDARY == 0 {
+                continue;
+            }
+            let alone: String = c.to_string().nfkc().collect();
+            for p in before {
+                let both: String = format!("{p}{c}").nfkc().collect();
+                let apart: String = p.nfkc().chain(alone.chars()).collect();
+                assert_eq!(both, apart, "{p:?} U+{:04X}", c as u32);
+            }
         }
     }
 
