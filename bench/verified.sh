@@ -3,11 +3,11 @@
 #
 #  1. Guarded COPY: the same corpus COPY'd into a table guarded at k = 11
 #     ('skip'), by the fingerprint alone and verified on the texts
-#     (simhash_add_guard(..., text_col => 'body'), threshold 0.82),
+#     (simhash_add_guard(..., text_col => 'body'), threshold 0.71),
 #     interleaved REPS times: the verified guard's rate as a ratio of the
 #     unverified one's (target: at least 0.8x), and the rows each kept.
 #  2. The k = 11 query at ROWS rows: `fp <~> simhash($1) <= 11` against the
-#     rule of record `... AND simhash_similarity(body, $1) >= 0.82`, for
+#     rule of record `... AND simhash_similarity(body, $1) >= 0.71`, for
 #     QUERIES query texts (rows of the table with one character changed),
 #     each timed both ways, interleaved: the ratio of the medians (target:
 #     the verified query within 2x), and the rows each returns.
@@ -47,7 +47,7 @@ DROP TABLE IF EXISTS vg;
 CREATE TABLE vg (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL,
                  fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 SELECT count(*) FROM simhash_add_bands('vg', 'fp', '4x16');
-SELECT simhash_add_guard('vg', 'fp', 11, 'skip', 'id' $( [ "$1" = verified ] && echo ", 'body', 0.82" ));
+SELECT simhash_add_guard('vg', 'fp', 11, 'skip', 'id' $( [ "$1" = verified ] && echo ", 'body', 0.71" ));
 CHECKPOINT;
 SQL
 }
@@ -97,7 +97,7 @@ LANGUAGE plpgsql AS \$\$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
     IF verified THEN
-        SELECT count(*) INTO found FROM vq WHERE fp <~> simhash(query) <= 11 AND simhash_similarity(body, query) >= 0.82;
+        SELECT count(*) INTO found FROM vq WHERE fp <~> simhash(query) <= 11 AND simhash_similarity(body, query) >= 0.71;
     ELSE
         SELECT count(*) INTO found FROM vq WHERE fp <~> simhash(query) <= 11;
     END IF;

@@ -181,7 +181,7 @@ CREATE FUNCTION simhash_explain(a text, b text, top integer DEFAULT 10) RETURNS 
 CREATE FUNCTION simhash_setting_threshold() RETURNS double precision
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    RETURN coalesce(nullif(current_setting('simhash.similarity_threshold', true), '')::double precision, 0.82);
+    RETURN coalesce(nullif(current_setting('simhash.similarity_threshold', true), '')::double precision, 0.71);
 
 -- simhash_add_guard: verification on a text column (text_col,
 -- threshold); refuses (55000) while another BEFORE row trigger of INSERT

@@ -984,10 +984,10 @@ CREATE FUNCTION simhash_similarity(a text, b text) RETURNS double precision
 
 -- The rule of record: fingerprints within simhash.verify_k (default 11)
 -- and simhash_similarity at least simhash.similarity_threshold (default
--- 0.82). A text without features is no one's near-duplicate. In a query
+-- 0.71). A text without features is no one's near-duplicate. In a query
 -- over a table, write the rule so that the band indexes find the
 -- candidates:
---   WHERE fp <~> simhash($1) <= 11 AND simhash_similarity(body, $1) >= 0.82
+--   WHERE fp <~> simhash($1) <= 11 AND simhash_similarity(body, $1) >= 0.71
 CREATE FUNCTION simhash_is_near_duplicate(a text, b text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_is_near_duplicate_text_wrapper'
     LANGUAGE C STABLE STRICT PARALLEL SAFE COST 2000;
@@ -1002,12 +1002,12 @@ CREATE FUNCTION simhash_explain(a text, b text, top integer DEFAULT 10) RETURNS 
     AS 'MODULE_PATHNAME', 'simhash_explain_text_wrapper'
     LANGUAGE C STABLE STRICT PARALLEL SAFE COST 5000;
 
--- The session's simhash.similarity_threshold (0.82 where the library has
+-- The session's simhash.similarity_threshold (0.71 where the library has
 -- not defined it yet), for the defaults of the functions above.
 CREATE FUNCTION simhash_setting_threshold() RETURNS double precision
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    RETURN coalesce(nullif(current_setting('simhash.similarity_threshold', true), '')::double precision, 0.82);
+    RETURN coalesce(nullif(current_setting('simhash.similarity_threshold', true), '')::double precision, 0.71);
 
 ---------------------------------------------------------------------------
 -- Whole-table clustering: the connected components of "distance <= k".

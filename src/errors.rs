@@ -106,6 +106,16 @@ pub fn guard_text_not_text(column: &str, relation: &str) -> ! {
     )
 }
 
+/// 54000: `simhash_explain` of a text longer than it takes.
+pub fn explain_too_long(len: usize, limit: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        format!("simhash_explain: a text of {len} bytes is longer than the {limit} it explains"),
+        Some("It keeps both texts' normalized streams in memory to find where they differ.".into()),
+        Some("Explain a part of the texts; simhash_similarity and simhash_is_near_duplicate take any length."),
+    )
+}
+
 /// 22023: `simhash_explain` asked for a negative number of features.
 pub fn explain_bad_top(top: i32) -> ! {
     raise(

@@ -15,7 +15,10 @@ use crate::functions;
 /// Up to 11, the largest distance the band indexes answer exactly.
 pub const DEFAULT_K: i32 = 11;
 /// The rule's similarity threshold.
-pub const DEFAULT_THRESHOLD: f64 = 0.82;
+pub const DEFAULT_THRESHOLD: f64 = 0.71;
+
+/// The longest text `simhash_explain` takes, in bytes.
+pub const EXPLAIN_MAX_BYTES: usize = 16 << 20;
 
 /// `simhash.verify_k`.
 pub static VERIFY_K: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_K);
@@ -111,6 +114,11 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
     functions::check_utf8_database();
     if top < 0 {
         errors::explain_bad_top(top);
+    }
+    // The differing stretches keep both texts' streams in memory: a page
+    // for a person to read, not a 100 MB dump.
+    if a.len().max(b.len()) > EXPLAIN_MAX_BYTES {
+        errors::explain_too_long(a.len().max(b.len()), EXPLAIN_MAX_BYTES);
     }
     let explained =
         simhash_core::explain::explain(functions::fingerprinter(), a, b, top as usize, || {

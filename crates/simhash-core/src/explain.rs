@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::distance::hamming;
 use crate::fingerprint::{Feature, FeaturesError, Fingerprinter, Version};
-use crate::similarity::{differing_spans, similarity, Span};
+use crate::similarity::{differing_spans, similarity_bytes_checked, Span};
 
 /// A feature and how it moved the bits in which the two fingerprints differ.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,9 +52,11 @@ pub struct Explanation {
 }
 
 /// Explains the pair `a`, `b` under definition 3, with at most `top`
-/// movers. `go_on` is called as the fingerprint's feature listing calls
-/// it; the listing's bounds apply to each text
-/// ([`FeaturesError::TooMany`], [`FeaturesError::TooLong`]).
+/// movers. `go_on` is called between pieces of each text, by every step
+/// (fingerprints, feature listings, similarity):
+/// [`FeaturesError::Interrupted`] when it says stop. The listing's bounds
+/// apply to each text ([`FeaturesError::TooMany`],
+/// [`FeaturesError::TooLong`]).
 pub fn explain(
     fp: &Fingerprinter,
     a: &str,
@@ -62,8 +64,8 @@ pub fn explain(
     top: usize,
     mut go_on: impl FnMut() -> bool,
 ) -> Result<Explanation, FeaturesError> {
-    let fa = fp.fingerprint_as(Version::V3, a);
-    let fb = fp.fingerprint_as(Version::V3, b);
+    let fa = fp.fingerprint_checked_as(Version::V3, a, &mut go_on)?;
+    let fb = fp.fingerprint_checked_as(Version::V3, b, &mut go_on)?;
     let distance = fa.zip(fb).map(|(x, y)| hamming(x, y));
     let features_a = fp.features_as(Version::V3, a, &mut go_on)?;
     let features_b = fp.features_as(Version::V3, b, &mut go_on)?;
@@ -71,11 +73,13 @@ pub fn explain(
         (Some(x), Some(y)) if x != y => movers(x, y, &features_a, &features_b, top),
         _ => Vec::new(),
     };
+    let similarity = similarity_bytes_checked(a.as_bytes(), b.as_bytes(), &mut go_on)
+        .map_err(|_| FeaturesError::Interrupted)?;
     let (only_a, only_b) = differing_spans(a, b);
     Ok(Explanation {
         fingerprints: (fa, fb),
         distance,
-        similarity: similarity(a, b),
+        similarity,
         only_a,
         only_b,
         movers,
