@@ -27,6 +27,14 @@ cargo clippy --workspace --all-targets --features pg_test -- -D warnings
 
 log "core unit and golden tests"
 cargo test -p simhash-core -p simhash-bench
+# The SIMD kernels run only where the processor has them; the core's tests
+# compare every level it has with the scalar reference (fuzz_props, the
+# golden and same-bits tests). Say which ones that was here.
+levels="scalar"
+grep -qw avx2 /proc/cpuinfo 2>/dev/null && levels="$levels, AVX2"
+for f in avx512f avx512dq avx512bw avx512vl; do grep -qw $f /proc/cpuinfo 2>/dev/null || f=; [ -n "$f" ] || break; done
+[ -n "${f:-}" ] && levels="$levels, AVX-512"
+log "SIMD kernels compared with the scalar reference on this processor: $levels"
 
 log "fuzzing the readers of untrusted bytes (bounded: ${SIMHASH_FUZZ_SECONDS:-30} s a target)"
 "$ROOT/scripts/fuzz.sh" "${SIMHASH_FUZZ_SECONDS:-30}"
