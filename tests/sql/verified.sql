@@ -115,3 +115,18 @@ DROP FUNCTION r17(text);
 -- which keeps both texts' streams to find the differences, refuses (54000).
 SELECT simhash_is_near_duplicate(repeat('新华社北京电 记者报道 ', 2000000), repeat('新华社北京电 记者报道 ', 2000001)) AS huge_rule;
 SELECT outcome($$SELECT simhash_explain(repeat('a', 17000000), 'a')$$) AS huge_explain;
+
+-- On a partitioned table: the verified guard checks every partition, and
+-- verified clustering reads them all.
+CREATE TABLE vparts (id bigint, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED)
+    PARTITION BY RANGE (id);
+CREATE TABLE vparts_1 PARTITION OF vparts FOR VALUES FROM (0) TO (1000);
+CREATE TABLE vparts_2 PARTITION OF vparts FOR VALUES FROM (1000) TO (2000);
+SELECT simhash_add_guard('vparts', 'fp', 11, 'error', 'id', 'body');
+INSERT INTO vparts (id, body) VALUES (1, format('Part one: %s %s.', md5('a'), md5('b')));
+SELECT outcome($$INSERT INTO vparts (id, body) VALUES (1500, format('Part one: %s %s!', md5('a'), md5('b')))$$) AS copy_in_other_partition,
+       outcome($$INSERT INTO vparts (id, body) VALUES (1501, format('Part two: %s %s.', md5('c'), md5('d')))$$) AS new_text;
+DROP TRIGGER fp_near_unique ON vparts;
+INSERT INTO vparts (id, body) VALUES (1502, format('Part one: %s %s?', md5('a'), md5('b')));
+SELECT array_agg(id ORDER BY id) AS verified_cluster FROM simhash_clusters('vparts', 'fp', 11, 'id', false, 'body');
+DROP TABLE vparts;
