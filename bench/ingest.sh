@@ -62,12 +62,7 @@ case " $variants " in *" plain "*) ;; *) die "VARIANTS must hold plain, the base
 for corpus in "$@"; do
     # The corpus as a plain-text COPY file of bodies: decoded once, up
     # front, so every variant loads the very same bytes.
-    zcat -f -- "$corpus" | python3 -c '
-import json, sys
-for line in sys.stdin:
-    t = json.loads(line)["text"].replace("\x00", "")
-    sys.stdout.write(t.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "\n")
-' > "$data"
+    copy_text_of "$corpus" > "$data"
     name=$(basename "$corpus")
     rows=$(wc -l < "$data")
     bytes=$(stat -c %s "$data")

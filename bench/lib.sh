@@ -21,3 +21,14 @@ bench_db() {
 }
 
 psql_db() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$BENCH_DB" "$@"; }
+
+# The texts of a corpus (JSON lines {"id","text"}, gzip'd or not) as a
+# COPY text file of one column, on standard output.
+copy_text_of() {
+    zcat -f -- "$1" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    t = json.loads(line)["text"].replace("\x00", "")
+    sys.stdout.write(t.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "\n")
+'
+}

@@ -30,12 +30,7 @@ q() { psql_db "$@"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 data=$work/data
-zcat -f -- "$corpus" | python3 -c '
-import json, sys
-for line in sys.stdin:
-    t = json.loads(line)["text"].replace("\x00", "")
-    sys.stdout.write(t.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "\n")
-' > "$data"
+copy_text_of "$corpus" > "$data"
 docs=$(wc -l < "$data")
 isa=$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || { grep -qw avx2 /proc/cpuinfo && echo "AVX2, no AVX-512" || echo "no AVX2"; })
 log "$(basename "$corpus"): $docs documents; this processor: $isa"
