@@ -29,6 +29,8 @@ CREATE FUNCTION simhash_review(tbl regclass, fp_col name, text_col name, key_col
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    distributed boolean := false;
+    list_name text;
     -- The nearest neighbours counted per sampled row, and where a text
     -- shown on the page is cut.
     cap CONSTANT integer := 100;
@@ -77,6 +79,17 @@ BEGIN
     IF relkind NOT IN ('r', 'p', 'v', 'm', 'f') THEN
         RAISE EXCEPTION '"%" is not a table, view, materialized view or foreign table', tbl
             USING ERRCODE = '42809';
+    END IF;
+    -- A Citus distributed table: its rows' neighbours are on other shards,
+    -- a join Citus does not run as it is.
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1 AND partmethod = ''h'')'
+            INTO distributed USING tbl;
+        IF distributed THEN
+            RAISE EXCEPTION 'simhash_review() cannot review distributed table %', tbl
+                USING ERRCODE = '0A000',
+                      HINT = 'Review a local copy of a sample: CREATE TABLE sample AS SELECT * FROM the table TABLESAMPLE SYSTEM (1), with its band indexes.';
+        END IF;
     END IF;
     SELECT a.atttypid INTO fp_type FROM pg_attribute a
     WHERE a.attrelid = tbl AND a.attname = fp_col AND a.attnum > 0 AND NOT a.attisdropped;
@@ -169,6 +182,12 @@ BEGIN
                           FROM ranked q WHERE q.r OPERATOR(pg_catalog.<=) $2))
         $q$, tbl, key_col, fp_col, text_col, k, sample, cap)
         INTO r USING threshold, per_distance, cut;
+    -- A table without candidate pairs: empty lists, not JSON nulls.
+    FOREACH list_name IN ARRAY ARRAY['by_distance', 'by_similarity', 'samples'] LOOP
+        IF jsonb_typeof(r->list_name) IS DISTINCT FROM 'array' THEN
+            r := jsonb_set(r, ARRAY[list_name], '[]'::jsonb);
+        END IF;
+    END LOOP;
 
     npairs := (r->>'pairs')::bigint;
     maxn := coalesce((SELECT max((e->>'pairs')::bigint) FROM jsonb_array_elements(r->'by_distance') e), 0);

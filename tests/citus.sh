@@ -70,6 +70,7 @@ run_sql setup.sql
 run_sql queries.sql
 run_sql clusters.sql
 run_sql guard.sql
+run_sql verified.sql
 log "Citus on PostgreSQL $PG_MAJOR: from a driver (psycopg)"
 "$PYTHON" "$ROOT/tests/citus/binding.py"
 log "Citus tests of PostgreSQL $PG_MAJOR passed in $(( SECONDS - started )) s"
