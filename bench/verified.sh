@@ -47,7 +47,8 @@ CHECKPOINT;
 SQL
 }
 : > "$work/copy"
-for rep in $(seq 1 "$REPS"); do
+# COPY=0 bench/verified.sh: the query part only.
+[ "${COPY:-1}" = 0 ] || for rep in $(seq 1 "$REPS"); do
     for variant in fingerprint verified; do
         guard "$variant"
         t0=$(date +%s.%N)
@@ -58,7 +59,7 @@ for rep in $(seq 1 "$REPS"); do
         log "guarded COPY, round $rep: $variant $(python3 -c "print(round($t1 - $t0, 2))") s, $kept rows kept"
     done
 done
-q -c "DROP TABLE vg"
+[ "${COPY:-1}" = 0 ] || q -c "DROP TABLE vg"
 
 # 2. The k = 11 query, by the fingerprint and verified.
 log "making $ROWS rows of two joined texts (once per database: kept as vq)"
@@ -87,14 +88,14 @@ q <<SQL >/dev/null
 DROP TABLE IF EXISTS vq_queries;
 CREATE TABLE vq_queries (n serial, body text);
 \\copy vq_queries (body) FROM '$work/queries'
-CREATE OR REPLACE FUNCTION vq_time(query text, verified boolean, OUT ms double precision, OUT found bigint)
+CREATE OR REPLACE FUNCTION vq_time(query text, verified boolean, OUT ms double precision, OUT hits bigint)
 LANGUAGE plpgsql AS \$\$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
     IF verified THEN
-        SELECT count(*) INTO found FROM vq WHERE fp <~> simhash(query) <= 11 AND simhash_similarity(body, query) >= 0.71;
+        SELECT count(*) INTO hits FROM vq WHERE fp <~> simhash(query) <= 11 AND simhash_similarity(body, query) >= 0.71;
     ELSE
-        SELECT count(*) INTO found FROM vq WHERE fp <~> simhash(query) <= 11;
+        SELECT count(*) INTO hits FROM vq WHERE fp <~> simhash(query) <= 11;
     END IF;
     ms := extract(epoch FROM clock_timestamp() - t0) * 1000;
 END \$\$;
@@ -114,10 +115,11 @@ for line in open(f"{work}/copy"):
     secs.setdefault(v, []).append(float(t1) - float(t0))
     kept[v] = int(k)
 med = {v: statistics.median(s) for v, s in secs.items()}
-print(f"\n== guarded COPY of {docs} documents at k = 11, 'skip', median of {reps} ==")
-print("%-12s %9s %10s %10s %10s" % ("guard", "seconds", "rows/s", "rows-kept", "vs-fingerprint"))
-for v in ["fingerprint", "verified"]:
-    print("%-12s %9.2f %10.0f %10d %9.2fx" % (v, med[v], int(docs) / med[v], kept[v], med["fingerprint"] / med[v]))
+if med:
+    print(f"\n== guarded COPY of {docs} documents at k = 11, 'skip', median of {reps} ==")
+    print("%-12s %9s %10s %10s %10s" % ("guard", "seconds", "rows/s", "rows-kept", "vs-fingerprint"))
+    for v in ["fingerprint", "verified"]:
+        print("%-12s %9.2f %10.0f %10d %9.2fx" % (v, med[v], int(docs) / med[v], kept[v], med["fingerprint"] / med[v]))
 ms, found = {}, {}
 for line in open(f"{work}/query"):
     n, v, t, f = line.split()
