@@ -130,3 +130,10 @@ DROP TRIGGER fp_near_unique ON vparts;
 INSERT INTO vparts (id, body) VALUES (1502, format('Part one: %s %s?', md5('a'), md5('b')));
 SELECT array_agg(id ORDER BY id) AS verified_cluster FROM simhash_clusters('vparts', 'fp', 11, 'id', false, 'body');
 DROP TABLE vparts;
+
+-- The review page of a table without rows, and of one without pairs.
+CREATE TABLE vempty (id bigint, body text, fp simhash64);
+SELECT left(simhash_review('vempty', 'fp', 'body'), 15) AS empty_page;
+INSERT INTO vempty VALUES (1, 'one row alone', simhash('one row alone'));
+SELECT left(simhash_review('vempty', 'fp', 'body'), 15) AS page_without_pairs;
+DROP TABLE vempty;
