@@ -168,11 +168,11 @@ $$;
 -- record, the explanation of a pair, and the threshold's default.
 CREATE FUNCTION simhash_similarity(a text, b text) RETURNS double precision
     AS 'MODULE_PATHNAME', 'simhash_similarity_text_wrapper'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
 
 CREATE FUNCTION simhash_is_near_duplicate(a text, b text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_is_near_duplicate_text_wrapper'
-    LANGUAGE C STABLE STRICT PARALLEL SAFE COST 2000;
+    LANGUAGE C STABLE STRICT PARALLEL SAFE COST 7000;
 
 CREATE FUNCTION simhash_explain(a text, b text, top integer DEFAULT 10) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'simhash_explain_text_wrapper'
