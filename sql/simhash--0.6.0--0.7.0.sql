@@ -321,6 +321,17 @@ BEGIN
     END IF;
     -- k out of range: the same 22023 on both paths, before any work.
     PERFORM @extschema@.simhash_bucket_keys(0::bigint::@extschema@.simhash64, k);
+    -- The columns, named as the caller named them.
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) fp_col
+                     AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', fp_col, tbl USING ERRCODE = '42703';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) key_col
+                     AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl USING ERRCODE = '42703';
+    END IF;
     IF text_col IS NULL AND threshold IS NOT NULL THEN
         RAISE EXCEPTION 'simhash_clusters: a threshold needs the text column to verify on'
             USING ERRCODE = '22023';
