@@ -549,6 +549,54 @@ SQL
 done
 
 # ---------------------------------------------------------------------------
+# Verified near-duplicates through the foreign partitions: the rule of
+# record ships whole (distance and similarity) to the remotes that have the
+# extension declared, and gives the rows it gives on a local table.
+
+log "the rule of record over foreign partitions with texts"
+for r in "${REMOTES[@]}"; do
+    q "$r" -c "CREATE TABLE texts_part (id bigint PRIMARY KEY, body text,
+                   fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED)"
+done
+q front <<SQL
+CREATE TABLE texts (id bigint, body text, fp simhash64) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE texts_on_remote1 PARTITION OF texts
+    FOR VALUES WITH (MODULUS 2, REMAINDER 0) SERVER remote1 OPTIONS (table_name 'texts_part');
+CREATE FOREIGN TABLE texts_on_remote2 PARTITION OF texts
+    FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER remote2 OPTIONS (table_name 'texts_part');
+CREATE TABLE texts_local (id bigint PRIMARY KEY, body text,
+                          fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO texts_local (id, body)
+SELECT g, format('Report %s: %s %s.', g, md5(g::text), md5((g * 7)::text)) FROM generate_series(1, 2000) g;
+INSERT INTO texts_local (id, body)
+SELECT 10000 + g, format('Report %s: %s %s!', g, md5(g::text), md5((g * 7)::text)) FROM generate_series(1, 40) g;
+SELECT count(*) FROM simhash_add_bands('texts_local', 'fp') \g /dev/null
+SQL
+# The remote tables compute their own fingerprints from the texts.
+for r in "${REMOTES[@]}"; do
+    m=$([ "$r" = remote1 ] && echo 0 || echo 1)
+    q front -c "SELECT id, body FROM texts_local WHERE satisfies_hash_partition('texts'::regclass, 2, $m, id)" \
+        | q "$r" -c "\\copy texts_part (id, body) FROM pstdin WITH (FORMAT text, DELIMITER '|')"
+    q "$r" -c "SELECT count(*) FROM simhash_add_bands('texts_part', 'fp')" -c "ANALYZE texts_part" >/dev/null
+done
+same "the texts through the foreign partitions are texts_local's, fingerprints and all" \
+    "0" "$(q front -c "SELECT count(*) FROM (SELECT id, body, fp FROM texts EXCEPT ALL SELECT id, body, fp FROM texts_local) a")"
+rule="SELECT string_agg(id::text, ',' ORDER BY id) FROM %s WHERE fp <~> simhash(%s) <= 11 AND simhash_similarity(body, %s) >= 0.71"
+for probe in 300 900 1500 10010 10040; do
+    text=$(q front -c "SELECT quote_literal(body) FROM texts_local WHERE id = $probe")
+    # shellcheck disable=SC2059
+    want=$(q front -c "$(printf "$rule" texts_local "$text" "$text")")
+    # shellcheck disable=SC2059
+    same "the rule of record for row $probe over the foreign partitions" "$want" \
+        "$(q front -c "$(printf "$rule" texts "$text" "$text")")"
+done
+# shellcheck disable=SC2059
+plan=$(q front -c "EXPLAIN (VERBOSE, COSTS OFF) $(printf "$rule" texts "'Report 1: x'" "'Report 1: x'")")
+has "the rule of record's plan over the foreign partitions" "$plan" \
+    "Remote SQL: .*simhash_similarity\\(body" "Remote SQL: .*simhash_band"
+pass "the rule of record over foreign partitions ships the similarity and the band conditions, and gives texts_local's rows"
+
+# ---------------------------------------------------------------------------
 # simhash_add_bands on the front's partitioned table.
 
 # simhash 0.4.0 succeeded on `docs` (partitioned, every partition a
