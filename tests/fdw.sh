@@ -586,6 +586,9 @@ for probe in 300 900 1500 10010 10040; do
     text=$(q front -c "SELECT quote_literal(body) FROM texts_local WHERE id = $probe")
     # shellcheck disable=SC2059
     want=$(q front -c "$(printf "$rule" texts_local "$text" "$text")")
+    # Each probe finds itself, and a planted copy finds its original.
+    [[ ",$want," == *",$probe,"* ]] || fail "the rule of record for row $probe does not find the row itself: $want"
+    [ "$probe" -lt 10000 ] || [[ ",$want," == *",$((probe - 10000)),"* ]] || fail "the copy $probe does not find its original: $want"
     # shellcheck disable=SC2059
     same "the rule of record for row $probe over the foreign partitions" "$want" \
         "$(q front -c "$(printf "$rule" texts "$text" "$text")")"
