@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The set-based load against a plain load of the same rows, side by side
+# in one run: SOURCE rows (texts of the corpus joined two by two, one in
+# PLANTED an edited copy of a target row, one in PLANTED a copy of an
+# earlier source row) into a target of TARGET rows with its band indexes,
+#
+#   plain   INSERT INTO target (id, body) SELECT id, body FROM source
+#   new     SELECT * FROM simhash_insert_new('target', 'source', K, 'id')
+#
+# each into a fresh copy of the target, REPS times interleaved: the rates
+# and their ratio (target of the issue: at least 0.5x), and the rows each
+# kept.
+#
+# Run: bench/insert_new.sh [CORPUS]   default ../shared/data/zh_short.jsonl.gz
+# TARGET=1000000 SOURCE=100000 PLANTED=20 K=3 REPS=3. Uses the throwaway
+# cluster.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+TARGET=${TARGET:-1000000}
+SOURCE=${SOURCE:-100000}
+PLANTED=${PLANTED:-20}
+K=${K:-3}
+REPS=${REPS:-3}
+corpus=${1:-$ROOT/../shared/data/zh_short.jsonl.gz}
+[ -f "$corpus" ] || die "corpus not found: $corpus"
+
+bench_db
+q() { psql_db "$@"; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+copy_text_of "$corpus" > "$work/data"
+docs=$(wc -l < "$work/data")
+isa=$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || { grep -qw avx2 /proc/cpuinfo && echo "AVX2, no AVX-512" || echo "no AVX2"; })
+log "$(basename "$corpus"): $docs documents; target $TARGET rows, source $SOURCE; this processor: $isa"
+
+q <<SQL >/dev/null
+DROP TABLE IF EXISTS ins_src_texts, ins_base, ins_source;
+CREATE TABLE ins_src_texts (n serial, body text);
+\\copy ins_src_texts (body) FROM '$work/data'
+-- The target's rows, made once: two texts joined, distinct.
+CREATE TABLE ins_base (id bigint PRIMARY KEY, body text NOT NULL);
+INSERT INTO ins_base
+SELECT i, a.body || b.body FROM generate_series(1, $TARGET) i
+JOIN ins_src_texts a ON a.n = 1 + (i % $docs)
+JOIN ins_src_texts b ON b.n = 1 + ((i::bigint * 7919 + i / $docs) % $docs);
+-- The source: new rows, edited copies of target rows, copies of earlier
+-- source rows.
+CREATE TABLE ins_source (id bigint, body text);
+INSERT INTO ins_source
+SELECT $TARGET + i,
+       CASE WHEN i % $PLANTED = 0 THEN (SELECT overlay(t.body placing '的' from 2 for 1) FROM ins_base t WHERE t.id = i)
+            WHEN i % $PLANTED = 1 AND i > $PLANTED THEN a.body || b.body || '。'
+            ELSE b.body || a.body END
+FROM generate_series(1, $SOURCE) i
+JOIN ins_src_texts a ON a.n = 1 + ((i - 1) % $docs)
+JOIN ins_src_texts b ON b.n = 1 + (((i - 1)::bigint * 104729 + 17) % $docs);
+DROP TABLE ins_src_texts;
+SQL
+
+fresh() {
+    q <<SQL >/dev/null
+DROP TABLE IF EXISTS ins_target;
+CREATE TABLE ins_target (id bigint PRIMARY KEY, body text NOT NULL,
+                         fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO ins_target (id, body) SELECT id, body FROM ins_base;
+SELECT count(*) FROM simhash_add_bands('ins_target', 'fp', '4x16');
+VACUUM ANALYZE ins_target;
+CHECKPOINT;
+SQL
+}
+: > "$work/times"
+for rep in $(seq 1 "$REPS"); do
+    for variant in plain new; do
+        fresh
+        t0=$(date +%s.%N)
+        if [ "$variant" = plain ]; then
+            q -c "INSERT INTO ins_target (id, body) SELECT id, body FROM ins_source" >/dev/null
+        else
+            q -c "SET client_min_messages = warning" -c "SELECT * FROM simhash_insert_new('ins_target', 'ins_source', $K, 'id')" >/dev/null
+        fi
+        t1=$(date +%s.%N)
+        kept=$(q -c "SELECT count(*) - $TARGET FROM ins_target")
+        echo "$variant $t0 $t1 $kept" >> "$work/times"
+        log "round $rep: $variant $(python3 -c "print(round($t1 - $t0, 2))") s, $kept rows in"
+    done
+done
+q -c "DROP TABLE ins_target, ins_base, ins_source"
+python3 - "$work/times" "$SOURCE" "$TARGET" "$K" "$REPS" <<'PY'
+import statistics, sys
+path, source, target, k, reps = sys.argv[1:]
+secs, kept = {}, {}
+for line in open(path):
+    v, t0, t1, n = line.split()
+    secs.setdefault(v, []).append(float(t1) - float(t0))
+    kept[v] = int(n)
+med = {v: statistics.median(s) for v, s in secs.items()}
+print(f"\n== {source} rows into {target} with band indexes, k = {k}, median of {reps} ==")
+print("%-7s %9s %10s %10s %9s" % ("load", "seconds", "rows/s", "rows-in", "vs-plain"))
+for v in ["plain", "new"]:
+    print("%-7s %9.2f %10.0f %10d %8.2fx" % (v, med[v], int(source) / med[v], kept[v], med["plain"] / med[v]))
+PY
