@@ -12,7 +12,8 @@
 # kept.
 #
 # Run: bench/insert_new.sh [CORPUS]   default ../shared/data/zh_short.jsonl.gz
-# TARGET=1000000 SOURCE=100000 PLANTED=20 K=3 REPS=3. Uses the throwaway
+# TARGET=1000000 SOURCE=100000 PLANTED=20 K=3 REPS=3 LAYOUT=4x16 (the
+# target's band layout: 4x16c, 2x32 ...). Uses the throwaway
 # cluster.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +22,7 @@ TARGET=${TARGET:-1000000}
 SOURCE=${SOURCE:-100000}
 PLANTED=${PLANTED:-20}
 K=${K:-3}
+LAYOUT=${LAYOUT:-4x16}
 REPS=${REPS:-3}
 corpus=${1:-$ROOT/../shared/data/zh_short.jsonl.gz}
 [ -f "$corpus" ] || die "corpus not found: $corpus"
@@ -64,7 +66,7 @@ DROP TABLE IF EXISTS ins_target;
 CREATE TABLE ins_target (id bigint PRIMARY KEY, body text NOT NULL,
                          fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 INSERT INTO ins_target (id, body) SELECT id, body FROM ins_base;
-SELECT count(*) FROM simhash_add_bands('ins_target', 'fp', '4x16');
+SELECT count(*) FROM simhash_add_bands('ins_target', 'fp', '$LAYOUT');
 VACUUM ANALYZE ins_target;
 CHECKPOINT;
 SQL
