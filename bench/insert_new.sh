@@ -33,8 +33,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 copy_text_of "$corpus" > "$work/data"
 docs=$(wc -l < "$work/data")
-isa=$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || { grep -qw avx2 /proc/cpuinfo && echo "AVX2, no AVX-512" || echo "no AVX2"; })
-log "$(basename "$corpus"): $docs documents; target $TARGET rows, source $SOURCE; this processor: $isa"
+log "$(basename "$corpus"): $docs documents; target $TARGET rows, source $SOURCE; this processor: $(instruction_set)"
 
 q <<SQL >/dev/null
 DROP TABLE IF EXISTS ins_src_texts, ins_base, ins_source;

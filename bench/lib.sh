@@ -32,3 +32,10 @@ for line in sys.stdin:
     sys.stdout.write(t.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + "\n")
 '
 }
+
+# The widest vector instructions this processor has, for the log of a run.
+instruction_set() {
+    if grep -qw avx512f /proc/cpuinfo; then echo AVX-512
+    elif grep -qw avx2 /proc/cpuinfo; then echo "AVX2, no AVX-512"
+    else echo "no AVX2"; fi
+}

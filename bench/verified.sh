@@ -32,8 +32,7 @@ trap 'rm -rf "$work"' EXIT
 data=$work/data
 copy_text_of "$corpus" > "$data"
 docs=$(wc -l < "$data")
-isa=$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || { grep -qw avx2 /proc/cpuinfo && echo "AVX2, no AVX-512" || echo "no AVX2"; })
-log "$(basename "$corpus"): $docs documents; this processor: $isa"
+log "$(basename "$corpus"): $docs documents; this processor: $(instruction_set)"
 
 # 1. Guarded COPY.
 guard() {
