@@ -19,7 +19,7 @@ fail() { die "package test ($package): $*"; }
 
 log "apt install $deb"
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$deb" >/dev/null
-dpkg -s "$package" | grep -q "Status: install ok installed" || fail "not installed"
+grep -q "Status: install ok installed" <<<"$(dpkg -s "$package")" || fail "not installed"
 [ -f "/usr/lib/postgresql/$major/lib/simhash.so" ] || fail "no simhash.so in /usr/lib/postgresql/$major/lib"
 
 work=$(mktemp -d /tmp/simhash-package.XXXXXX)
