@@ -15,6 +15,12 @@
 # TARGET=1000000 SOURCE=100000 PLANTED=20 K=3 REPS=3 LAYOUT=4x16 (the
 # target's band layout: 4x16c, 2x32 ...). Uses the throwaway
 # cluster.
+#
+# CITUS=1: on a fresh Citus cluster of scripts/citus.sh (a coordinator and
+# two workers, in CITUS_BENCH_DIR, default /tmp/simhash-citus-bench-pgNN,
+# ports from CITUS_BENCH_PORT, default 55450; destroyed at the end), the
+# target distributed by id over SHARDS shards (default 32); the source is
+# a local table on the coordinator, as a staging table is.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -27,10 +33,33 @@ REPS=${REPS:-3}
 corpus=${1:-$ROOT/../shared/data/zh_short.jsonl.gz}
 [ -f "$corpus" ] || die "corpus not found: $corpus"
 
-bench_db
-q() { psql_db "$@"; }
+CITUS=${CITUS:-}
+SHARDS=${SHARDS:-32}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "$CITUS" ]; then
+    CITUS_BENCH_DIR=${CITUS_BENCH_DIR:-/tmp/simhash-citus-bench-pg$PG_MAJOR}
+    CITUS_BENCH_PORT=${CITUS_BENCH_PORT:-55450}
+    [ "$CITUS_BENCH_DIR" != "/tmp/simhash-citus-pg$PG_MAJOR" ] \
+        || die "CITUS_BENCH_DIR is the test cluster's directory; pick another"
+    citus_sh() {
+        SIMHASH_CITUS_DIR=$CITUS_BENCH_DIR SIMHASH_CITUS_PORT=$CITUS_BENCH_PORT "$ROOT/scripts/citus.sh" "$@"
+    }
+    trap 'citus_sh destroy >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+    log "a fresh Citus cluster in $CITUS_BENCH_DIR (ports $CITUS_BENCH_PORT-$((CITUS_BENCH_PORT + 2))), $SHARDS shards"
+    citus_sh destroy
+    citus_sh start
+    eval "$(citus_sh env)"
+    export PGHOST PGPORT PGUSER PGDATABASE
+    BENCH_DB=$PGDATABASE
+    psql_db -c "SET client_min_messages = warning" \
+        -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
+    distribute="SELECT create_distributed_table('ins_target', 'id', shard_count => $SHARDS);"
+else
+    trap 'rm -rf "$work"' EXIT
+    bench_db
+    distribute=""
+fi
+q() { psql_db "$@"; }
 copy_text_of "$corpus" > "$work/data"
 docs=$(wc -l < "$work/data")
 log "$(basename "$corpus"): $docs documents; target $TARGET rows, source $SOURCE; this processor: $(instruction_set)"
@@ -64,6 +93,7 @@ fresh() {
 DROP TABLE IF EXISTS ins_target;
 CREATE TABLE ins_target (id bigint PRIMARY KEY, body text NOT NULL,
                          fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+$distribute
 INSERT INTO ins_target (id, body) SELECT id, body FROM ins_base;
 SELECT count(*) FROM simhash_add_bands('ins_target', 'fp', '$LAYOUT');
 VACUUM ANALYZE ins_target;
@@ -87,16 +117,16 @@ for rep in $(seq 1 "$REPS"); do
     done
 done
 q -c "DROP TABLE ins_target, ins_base, ins_source"
-python3 - "$work/times" "$SOURCE" "$TARGET" "$K" "$REPS" <<'PY'
+python3 - "$work/times" "$SOURCE" "$TARGET" "$K" "$REPS" "${CITUS:+, Citus: coordinator + 2 workers, $SHARDS shards}" <<'PY'
 import statistics, sys
-path, source, target, k, reps = sys.argv[1:]
+path, source, target, k, reps, where = sys.argv[1:]
 secs, kept = {}, {}
 for line in open(path):
     v, t0, t1, n = line.split()
     secs.setdefault(v, []).append(float(t1) - float(t0))
     kept[v] = int(n)
 med = {v: statistics.median(s) for v, s in secs.items()}
-print(f"\n== {source} rows into {target} with band indexes, k = {k}, median of {reps} ==")
+print(f"\n== {source} rows into {target} with band indexes, k = {k}, median of {reps}{where} ==")
 print("%-7s %9s %10s %10s %9s" % ("load", "seconds", "rows/s", "rows-in", "vs-plain"))
 for v in ["plain", "new"]:
     print("%-7s %9.2f %10.0f %10d %8.2fx" % (v, med[v], int(source) / med[v], kept[v], med["plain"] / med[v]))

@@ -198,7 +198,9 @@ CREATE FUNCTION simhash_add_guard(tbl regclass, col name DEFAULT 'fp', k integer
 AS $$
 DECLARE
     owner oid;
+    citus_table boolean := false;
     distributed boolean := false;
+    unsafe_triggers text;
     guard name := left(col, 40) || '_near_unique';
     later name;
     text_type oid;
@@ -217,13 +219,22 @@ BEGIN
     END IF;
     IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
+            INTO citus_table USING tbl;
+        EXECUTE 'SELECT pg_catalog.count(*) > 1 FROM pg_catalog.pg_dist_shard WHERE logicalrelid = $1'
             INTO distributed USING tbl;
     END IF;
     IF distributed THEN
         RAISE EXCEPTION 'simhash_add_guard() cannot guard Citus table %', tbl
             USING ERRCODE = '0A000',
-                  DETAIL = 'On a distributed or reference table the guard would check one shard at a time, not the table.',
-                  HINT = 'Guard a local staging table and move its rows on, or find near-duplicates after loading with simhash_clusters().';
+                  DETAIL = 'On a distributed table with more than one shard the guard would check one shard at a time, not the table.',
+                  HINT = 'Load with simhash_insert_new(), guard a reference table, or find near-duplicates after loading with simhash_clusters().';
+    END IF;
+    -- A Citus table with one shard (a reference table, whose every node
+    -- holds all rows): the triggers go onto its shards, which Citus allows
+    -- only with citus.enable_unsafe_triggers, set here for this call.
+    IF citus_table THEN
+        unsafe_triggers := current_setting('citus.enable_unsafe_triggers', true);
+        PERFORM set_config('citus.enable_unsafe_triggers', 'on', true);
     END IF;
     IF key_col IS NOT NULL AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = key_col
                                                                      AND a.attnum > 0 AND NOT a.attisdropped) THEN
@@ -292,6 +303,9 @@ BEGIN
                        guard || '_report', tbl);
     ELSIF EXISTS (SELECT FROM pg_trigger WHERE tgrelid = tbl AND tgname = guard || '_report') THEN
         EXECUTE format('DROP TRIGGER %I ON %s', guard || '_report', tbl);
+    END IF;
+    IF citus_table THEN
+        PERFORM set_config('citus.enable_unsafe_triggers', coalesce(unsafe_triggers, 'off'), true);
     END IF;
     RETURN guard;
 END
@@ -434,6 +448,11 @@ $$;
 
 
 -- simhash_insert_new: a set-based load that skips near-duplicates.
+CREATE FUNCTION simhash_skipped_in_order(later bigint[], earlier bigint[])
+    RETURNS TABLE (skipped bigint, matched bigint)
+    AS 'MODULE_PATHNAME', 'simhash_skipped_in_order_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer DEFAULT 3,
                                    order_by text DEFAULT NULL, fp_col name DEFAULT 'fp',
                                    key_col name DEFAULT 'id', skipped_into regclass DEFAULT NULL,
@@ -450,9 +469,9 @@ DECLARE
     verify_xy text := '';
     verify_ts text := '';
     work text := 'simhash_insert_new_' || pg_backend_pid();
+    citus_target boolean := false;
     n_in bigint;
     n_skip bigint;
-    r record;
 BEGIN
     IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL OR key_col IS NULL THEN
         RAISE EXCEPTION 'simhash_insert_new: target, source, k, fp_col and key_col must not be NULL'
@@ -463,12 +482,7 @@ BEGIN
     END IF;
     IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)'
-            INTO STRICT r USING target;
-        IF r.exists THEN
-            RAISE EXCEPTION 'simhash_insert_new: Citus table % is not supported yet', target
-                USING ERRCODE = '0A000',
-                      HINT = 'Load into a local table with simhash_insert_new, or find near-duplicates after loading with simhash_clusters().';
-        END IF;
+            INTO citus_target USING target;
     END IF;
     SELECT a.attgenerated INTO generated FROM pg_attribute a
     WHERE a.attrelid = target AND a.attname = fp_col AND a.attnum > 0 AND NOT a.attisdropped
@@ -549,34 +563,46 @@ BEGIN
     PERFORM @extschema@.simhash_add_bands(('pg_temp.' || quote_ident(work))::regclass, 'simhash_fp', '4x16');
     EXECUTE format('ANALYZE pg_temp.%I', work);
     -- Within k of a row of the target: the band indexes answer.
-    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                      FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                              FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
-                                   WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
-                                   LIMIT 1) t) m
-                     WHERE s.simhash_n = m.simhash_n',
-                   work, key_col, fp_col, target, k, verify_ts);
-    -- Pairs within the source: each row's earlier neighbours through the
-    -- work table's band indexes (a lookup per row).
-    -- Within k of an earlier kept row of the source: in order, each row
-    -- that has an earlier neighbour is skipped when one of them was kept.
-    FOR r IN EXECUTE format(
-        'SELECT y.simhash_n AS n, e.earlier
-           FROM pg_temp.%1$I y,
-                LATERAL (SELECT pg_catalog.array_agg(x.simhash_n ORDER BY x.simhash_n) AS earlier
-                           FROM pg_temp.%1$I x
-                          WHERE x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %2$s
-                            AND x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n AND NOT x.simhash_skip %3$s) e
-          WHERE NOT y.simhash_skip AND e.earlier IS NOT NULL
-          ORDER BY y.simhash_n', work, k, verify_xy)
-    LOOP
-        EXECUTE format('UPDATE pg_temp.%1$I y SET simhash_skip = true, simhash_match = x.%2$I::bigint,
-                               simhash_dist = (x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp)
-                          FROM (SELECT * FROM pg_temp.%1$I x WHERE x.simhash_n = ANY ($1) AND NOT x.simhash_skip
-                                ORDER BY x.simhash_n LIMIT 1) x
-                         WHERE y.simhash_n = $2', work, key_col)
-            USING r.earlier, r.n;
-    END LOOP;
+    IF NOT citus_target THEN
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                          FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                  FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
+                                       WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
+                                       LIMIT 1) t) m
+                         WHERE s.simhash_n = m.simhash_n',
+                       work, key_col, fp_col, target, k, verify_ts);
+    ELSE
+        -- A Citus table: Citus sends the work table's fingerprints (and
+        -- texts) to every worker, each joins them with its shards through
+        -- their band indexes (and verifies there), and the matches come
+        -- back; the smallest key a row matched is the one reported.
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                          FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
+                                  FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                          FROM %4$s t JOIN (SELECT * FROM pg_temp.%1$I) s2
+                                            ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
+                                 ORDER BY c.simhash_n, c.key) m
+                         WHERE s.simhash_n = m.simhash_n',
+                       work, key_col, fp_col, target, k, verify_ts);
+    END IF;
+    -- Within k of an earlier kept row of the source: the pairs of
+    -- neighbours among the rows the target left (each row's earlier
+    -- neighbours through the work table's band indexes), then, in order,
+    -- each row with an earlier neighbour that was kept is skipped
+    -- (simhash_skipped_in_order, in one pass).
+    EXECUTE format(
+        'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
+                simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
+           FROM (SELECT r.skipped, r.matched
+                   FROM (SELECT pg_catalog.array_agg(y.simhash_n) AS later, pg_catalog.array_agg(x.simhash_n) AS earlier
+                           FROM pg_temp.%1$I y JOIN pg_temp.%1$I x
+                             ON x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %3$s
+                            AND x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n
+                          WHERE NOT x.simhash_skip AND NOT y.simhash_skip %4$s) p,
+                        LATERAL @extschema@.simhash_skipped_in_order(p.later, p.earlier) r) r,
+                pg_temp.%1$I m
+          WHERE s.simhash_n = r.skipped AND m.simhash_n = r.matched',
+        work, key_col, k, verify_xy);
     EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
                    target, cols, cols, work);
     GET DIAGNOSTICS n_in = ROW_COUNT;

@@ -228,6 +228,16 @@ pub fn bucket_arrays_mismatch(keys: usize, fps: usize) -> ! {
     )
 }
 
+/// 22023: `simhash_skipped_in_order` got arrays of different lengths.
+pub fn pair_arrays_mismatch(later: usize, earlier: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("simhash_skipped_in_order: {later} later rows but {earlier} earlier ones"),
+        None,
+        Some("Pass array_agg(later) and array_agg(earlier) of the same pairs."),
+    )
+}
+
 /// 39P01: `simhash_near_unique()` called other than by the trigger manager.
 pub fn guard_not_trigger() -> ! {
     raise(
@@ -314,8 +324,8 @@ pub fn guard_on_citus_shard(relation: &str) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         format!("simhash_near_unique() cannot guard Citus shard \"{relation}\""),
-        Some("On a distributed table the guard would check one shard, not the table.".into()),
-        Some("Guard a local staging table and move its rows on, or find near-duplicates after loading with simhash_clusters()."),
+        Some("On a distributed table with more than one shard the guard would check one shard, not the table.".into()),
+        Some("Load with simhash_insert_new(), guard a reference table, or find near-duplicates after loading with simhash_clusters()."),
     )
 }
 

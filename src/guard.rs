@@ -37,8 +37,9 @@
 //!   the column's own computation right after (`functions::remember_next`),
 //!   so the text is fingerprinted once.
 //!
-//! On a Citus shard the guard would see that shard only, so it refuses to
-//! run there.
+//! On a shard of a Citus distributed table the guard would see that shard
+//! only, so it refuses to run there. A reference table's copy on each node
+//! (or any Citus table with one shard) holds every row: there it runs.
 
 use std::ffi::{c_char, c_int, CStr, CString};
 
@@ -938,7 +939,6 @@ unsafe fn collect_targets(
     });
 }
 
-/// Refuses to run on a Citus shard: the guard would see that shard only.
 /// Refuses to run when another `BEFORE ... FOR EACH ROW` trigger of this
 /// event fires after the guard (triggers fire in the order of their
 /// names): it could fill in or change the fingerprint, or the text it is
@@ -989,6 +989,11 @@ unsafe fn refuse_later_before_triggers(data: *mut pg_sys::TriggerData, updating:
     }
 }
 
+/// Refuses to run on a shard of a Citus table that has other shards: the
+/// guard would see that shard only. A table's only shard (a reference
+/// table's copy on each node) holds every row, so it is checked as a
+/// table: each node's copy gets the same rows in the same order and comes
+/// to the same verdict.
 unsafe fn refuse_citus_shard(relid: Oid) {
     if pg_sys::get_extension_oid(c"citus".as_ptr(), true) == pg_sys::InvalidOid {
         return;
@@ -1001,7 +1006,24 @@ unsafe fn refuse_citus_shard(relid: Oid) {
         return;
     };
     let shard = pg_sys::OidFunctionCall1Coll(is_shard, pg_sys::InvalidOid, Datum::from(relid));
-    if shard.value() != 0 {
+    if shard.value() != 0 && !only_shard_of_its_table(relid) {
         errors::guard_on_citus_shard(&relation_name(relid));
     }
+}
+
+/// Whether a Citus shard is its table's only shard, so that it holds all
+/// of the table's rows: each node's copy of a reference table, the shard
+/// of a single-shard (schema-sharded) or local table. Citus's catalog on
+/// this node says; where it does not know the shard, the answer is no.
+unsafe fn only_shard_of_its_table(relid: Oid) -> bool {
+    let Some(shard_id) = simhash_core::guard::citus_shard_id(&relation_name(relid)) else {
+        return false;
+    };
+    let only = Spi::get_one_with_args::<bool>(
+        "SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_dist_shard a
+                  WHERE a.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid) OPERATOR(pg_catalog.=) 1
+           FROM pg_catalog.pg_dist_shard s WHERE s.shardid OPERATOR(pg_catalog.=) $1",
+        &[shard_id.into()],
+    );
+    matches!(only, Ok(Some(true)))
 }

@@ -12,6 +12,7 @@ mod functions;
 mod guard;
 mod index;
 mod layout;
+mod load;
 mod nodes;
 mod rewrite;
 mod tids;

@@ -70,7 +70,57 @@ run_sql setup.sql
 run_sql queries.sql
 run_sql clusters.sql
 run_sql guard.sql
+
+# The guard on a reference table, 8 sessions at once: each inserts its own
+# near-copy of one fingerprint (distance 1 or 2 from the others) and then
+# a row of its own far from every other. Exactly one near-copy stays, every
+# own row goes in, every node's copy is the same, and a session refused
+# gets 23505 (or 40P01, a deadlock across the copies, which Citus breaks).
+log "Citus on PostgreSQL $PG_MAJOR: the guard on a reference table, 8 sessions at once"
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET client_min_messages = warning;
+SET search_path = citus_test, public;
+DROP TABLE IF EXISTS ref_race;
+CREATE TABLE ref_race (id bigint PRIMARY KEY, fp simhash64);
+SELECT create_reference_table('ref_race');
+SELECT simhash_add_guard('ref_race', 'fp', 3);
+SQL
+race_dir=$(mktemp -d)
+for s in 1 2 3 4 5 6 7 8; do
+    (psql -X -q -v VERBOSITY=sqlstate -v s="$s" >"$race_dir/$s.out" 2>&1 <<'SQL'
+SET search_path = citus_test, public;
+INSERT INTO ref_race VALUES (:s, ('5a5a5a5a5a5a5a5a'::simhash64::bigint # (1::bigint << (:s * 7)))::simhash64);
+INSERT INTO ref_race VALUES (100 + :s, hashint8extended(:s, 99)::simhash64);
+SQL
+    ) &
+done
+wait
+for s in 1 2 3 4 5 6 7 8; do
+    if grep -q ERROR "$race_dir/$s.out" && ! grep -qE '^ERROR:  (23505|40P01)$' "$race_dir/$s.out"; then
+        die "session $s of the reference-table race failed otherwise: $(cat "$race_dir/$s.out")"
+    fi
+done
+rm -rf "$race_dir"
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+SET search_path = citus_test, public;
+DO $$
+BEGIN
+    IF (SELECT count(*) FROM ref_race WHERE id <= 8) <> 1 THEN
+        RAISE EXCEPTION 'the race kept % near-copies, not 1', (SELECT count(*) FROM ref_race WHERE id <= 8);
+    END IF;
+    IF (SELECT count(*) FROM ref_race WHERE id > 100) <> 8 THEN
+        RAISE EXCEPTION 'the race lost rows of its own: % of 8', (SELECT count(*) FROM ref_race WHERE id > 100);
+    END IF;
+    IF (SELECT count(DISTINCT result) FROM run_command_on_placements('ref_race',
+            'SELECT string_agg(id::text, '','' ORDER BY id) FROM %s')) <> 1 THEN
+        RAISE EXCEPTION 'after the race the copies of the reference table differ';
+    END IF;
+END
+$$;
+DROP TABLE ref_race;
+SQL
 run_sql verified.sql
+run_sql insert_new.sql
 log "Citus on PostgreSQL $PG_MAJOR: from a driver (psycopg)"
 "$PYTHON" "$ROOT/tests/citus/binding.py"
 log "Citus tests of PostgreSQL $PG_MAJOR passed in $(( SECONDS - started )) s"

@@ -49,7 +49,6 @@ DECLARE
 BEGIN
     FOREACH what IN ARRAY ARRAY[
         $q$SELECT count(*) FROM simhash_clusters('vdocs', 'fp', 11, 'id', false, 'body')$q$,
-        $q$SELECT * FROM simhash_insert_new('vdocs', 'vdocs_local', 3)$q$,
         $q$SELECT simhash_add_guard('vdocs', 'fp', 11, 'error', 'id', 'body')$q$,
         $q$SELECT simhash_review('vdocs', 'fp', 'body')$q$]
     LOOP

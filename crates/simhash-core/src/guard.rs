@@ -20,6 +20,51 @@
 
 use crate::scatter::bucket_keys;
 
+/// The rows a batch load skips among its own rows, as guarded inserts one
+/// at a time in the batch's order would: a row is skipped when one of its
+/// earlier neighbours was kept. `pairs` holds `(later, earlier)` for each
+/// pair of neighbours (`earlier < later`, by place in the order; any
+/// order, repeats allowed). Returns each skipped row with the first (in
+/// order) of its earlier neighbours that was kept, by skipped row. A row
+/// whose earlier neighbours were all skipped is kept. Linear in the pairs
+/// after sorting them.
+pub fn skipped_in_order(pairs: &mut [(i64, i64)]) -> Vec<(i64, i64)> {
+    pairs.sort_unstable();
+    let mut skipped = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < pairs.len() {
+        let later = pairs[i].0;
+        let mut j = i;
+        while j < pairs.len() && pairs[j].0 == later {
+            j += 1;
+        }
+        // Every earlier row's fate is settled: it comes before `later`.
+        if let Some(&(_, kept)) = pairs[i..j]
+            .iter()
+            .find(|&&(_, earlier)| earlier < later && !skipped.contains(&earlier))
+        {
+            skipped.insert(later);
+            out.push((later, kept));
+        }
+        i = j;
+    }
+    out
+}
+
+/// The shard id in the name of a Citus shard (`<table>_<shard id>`), or
+/// `None` when the name does not end in one. The guard asks Citus's
+/// catalog whether that shard is its table's only one: then it holds all
+/// of the table's rows (a reference table's copy on each node, a single-
+/// shard or local table) and the guard can check it as one table.
+pub fn citus_shard_id(relname: &str) -> Option<i64> {
+    let (_, digits) = relname.rsplit_once('_')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&id| id > 0)
+}
+
 /// The 32-bit lock keys of `fp` for a guard of distance `k`, ascending and
 /// without repeats (locks are taken in this order). `salt` tells guards
 /// apart (the column, say); equal salts and `k` give equal keys.
@@ -150,6 +195,62 @@ mod tests {
                     "k = {k}: {b:016x} is within {k} of {a:016x} but no probe hits"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_citus_shard_name_gives_its_shard_id() {
+        assert_eq!(citus_shard_id("docs_102008"), Some(102008));
+        assert_eq!(citus_shard_id("my_docs_2_7"), Some(7));
+        assert_eq!(citus_shard_id("docs"), None);
+        assert_eq!(citus_shard_id("docs_"), None);
+        assert_eq!(citus_shard_id("docs_12a"), None);
+        assert_eq!(citus_shard_id("docs_0"), None);
+        assert_eq!(citus_shard_id("docs_-5"), None);
+        assert_eq!(citus_shard_id("docs_99999999999999999999"), None);
+    }
+
+    /// One row at a time, as the guard would: the oracle.
+    fn one_at_a_time(n: i64, near: &dyn Fn(i64, i64) -> bool) -> Vec<(i64, i64)> {
+        let mut kept: Vec<i64> = Vec::new();
+        let mut out = Vec::new();
+        for y in 0..n {
+            match kept.iter().find(|&&x| near(x, y)) {
+                Some(&x) => out.push((y, x)),
+                None => kept.push(y),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_batch_skips_what_one_at_a_time_inserts_skip() {
+        // A chain: 1 near 0, 2 near 1 only (kept, since 1 was skipped),
+        // 3 near 2, 4 near 0 and 3.
+        let mut pairs = vec![(1, 0), (2, 1), (3, 2), (4, 3), (4, 0), (4, 0)];
+        assert_eq!(skipped_in_order(&mut pairs), vec![(1, 0), (3, 2), (4, 0)]);
+        assert_eq!(skipped_in_order(&mut []), vec![]);
+        // Random neighbourhoods against the oracle.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..200 {
+            let n = 1 + (round % 60) as i64;
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let salt = seed;
+            let near = move |a: i64, b: i64| {
+                let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
+                (lo.wrapping_mul(31).wrapping_add(hi).wrapping_mul(salt | 1) >> 59) < 5
+            };
+            let mut pairs: Vec<(i64, i64)> = (0..n)
+                .flat_map(|y| (0..y).filter(move |&x| near(x, y)).map(move |x| (y, x)))
+                .rev()
+                .collect();
+            assert_eq!(
+                skipped_in_order(&mut pairs),
+                one_at_a_time(n, &near),
+                "round {round}"
+            );
         }
     }
 }
