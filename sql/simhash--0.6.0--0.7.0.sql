@@ -576,17 +576,18 @@ BEGIN
                        work, key_col, fp_col, target, k, verify_ts);
     ELSE
         -- A Citus table: Citus sends the work table's fingerprints (and
-        -- texts) to every worker, each joins them with its shards through
+        -- texts when verifying, nothing else) to every worker, each joins them with its shards through
         -- their band indexes (and verifies there), and the matches come
         -- back; the smallest key a row matched is the one reported.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                           FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
                                   FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                          FROM %4$s t JOIN (SELECT * FROM pg_temp.%1$I) s2
+                                          FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I) s2
                                             ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
                                  ORDER BY c.simhash_n, c.key) m
                          WHERE s.simhash_n = m.simhash_n',
-                       work, key_col, fp_col, target, k, verify_ts);
+                       work, key_col, fp_col, target, k, verify_ts,
+                       CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
     END IF;
     -- Within k of an earlier kept row of the source: the pairs of
     -- neighbours among the rows the target left (each row's earlier
