@@ -21,6 +21,9 @@
 # ports from CITUS_BENCH_PORT, default 55450; destroyed at the end), the
 # target distributed by id over SHARDS shards (default 32); the source is
 # a local table on the coordinator, as a staging table is.
+#
+# PROFILE=1: then one more call, each of its statements with its duration
+# (auto_explain with ANALYZE, so slower than the rounds).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -116,6 +119,27 @@ for rep in $(seq 1 "$REPS"); do
         log "round $rep: $variant $(python3 -c "print(round($t1 - $t0, 2))") s, $kept rows in"
     done
 done
+if [ -n "${PROFILE:-}" ]; then
+    # Where the time of one call goes: each statement it runs, with its
+    # duration, from auto_explain (nested statements, ANALYZE on).
+    fresh
+    q <<'SQL' 2>&1 | python3 -c '
+import re, sys
+text = sys.stdin.read()
+for m in re.finditer(r"duration: ([0-9.]+) ms\s+plan:\s*Query Text: (.*?)\n", text):
+    ms, query = float(m.group(1)), " ".join(m.group(2).split())
+    if ms >= 5:
+        print("%10.1f ms  %s" % (ms, query[:110]))
+'
+LOAD 'auto_explain';
+SET auto_explain.log_min_duration = 0;
+SET auto_explain.log_nested_statements = on;
+SET auto_explain.log_level = notice;
+SET auto_explain.log_analyze = on;
+SET client_min_messages = notice;
+SELECT * FROM simhash_insert_new('ins_target', 'ins_source', 3, 'id');
+SQL
+fi
 q -c "DROP TABLE ins_target, ins_base, ins_source"
 python3 - "$work/times" "$SOURCE" "$TARGET" "$K" "$REPS" "${CITUS:+, Citus: coordinator + 2 workers, $SHARDS shards}" <<'PY'
 import statistics, sys
