@@ -121,6 +121,147 @@ DROP TABLE ref_race;
 SQL
 run_sql verified.sql
 run_sql insert_new.sql
+
+# simhash_insert_new into a distributed table, 8 sessions at once: each
+# loads a batch of its own near-copy of one text (distance 1 or 2 from the
+# others) and a row of its own far from every other. Exactly one near-copy
+# stays and every own row goes in: the loads lock the target on every node.
+log "Citus on PostgreSQL $PG_MAJOR: simhash_insert_new into a distributed table, 8 sessions at once"
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET client_min_messages = warning;
+SET search_path = citus_test, public;
+DROP TABLE IF EXISTS load_race;
+CREATE TABLE load_race (id bigint PRIMARY KEY, fp simhash64);
+SELECT create_distributed_table('load_race', 'id');
+SELECT simhash_add_bands('load_race', 'fp', '4x16');
+DO $$
+BEGIN
+    FOR s IN 1..8 LOOP
+        EXECUTE format('DROP TABLE IF EXISTS load_race_src%s', s);
+        EXECUTE format('CREATE TABLE load_race_src%s (id bigint, fp simhash64)', s);
+        EXECUTE format('INSERT INTO load_race_src%s VALUES ($1, $2), ($3, $4)', s)
+            USING s, ('5a5a5a5a5a5a5a5a'::simhash64::bigint # (1::bigint << (s * 7)))::simhash64,
+                  100 + s, hashint8extended(s, 99)::simhash64;
+    END LOOP;
+END
+$$;
+SQL
+race_dir=$(mktemp -d)
+pids=()
+for s in 1 2 3 4 5 6 7 8; do
+    psql -X -q -At -v ON_ERROR_STOP=1 -v s="$s" >"$race_dir/$s.out" 2>&1 <<'SQL' &
+SET search_path = citus_test, public;
+SELECT inserted, skipped FROM simhash_insert_new('load_race', 'load_race_src' || :s, 3);
+SQL
+    pids+=("$!")
+done
+race_failed=""
+for pid in "${pids[@]}"; do
+    wait "$pid" || race_failed=1
+done
+for s in 1 2 3 4 5 6 7 8; do
+    [ -z "$race_failed" ] || log "session $s: $(cat "$race_dir/$s.out")"
+done
+[ -z "$race_failed" ] || die "a load of the race failed"
+rm -rf "$race_dir"
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET search_path = citus_test, public;
+DO $$
+BEGIN
+    IF (SELECT count(*) FROM load_race WHERE id <= 8) <> 1 THEN
+        RAISE EXCEPTION 'the loads kept % near-copies, not 1', (SELECT count(*) FROM load_race WHERE id <= 8);
+    END IF;
+    IF (SELECT count(*) FROM load_race WHERE id > 100) <> 8 THEN
+        RAISE EXCEPTION 'the loads lost rows of their own: % of 8', (SELECT count(*) FROM load_race WHERE id > 100);
+    END IF;
+END
+$$;
+SQL
+
+# A worker killed (SIGKILL, so it restarts after crash recovery) in the
+# middle of a load: the load fails as a whole (Citus's two-phase commit),
+# and after recovery the table holds its rows of before or those and the
+# load's, never a part, with no pair within k.
+log "Citus on PostgreSQL $PG_MAJOR: a worker killed in the middle of simhash_insert_new"
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SET client_min_messages = warning;
+SET search_path = citus_test, public;
+DROP TABLE IF EXISTS crash_target, crash_src;
+CREATE TABLE crash_target (id bigint PRIMARY KEY, fp simhash64);
+SELECT create_distributed_table('crash_target', 'id');
+SELECT simhash_add_bands('crash_target', 'fp', '4x16');
+INSERT INTO crash_target SELECT i, hashint8extended(i, 1)::simhash64 FROM generate_series(1, 20000) i;
+-- A batch of new rows and near-copies of target rows (every tenth).
+CREATE TABLE crash_src AS
+SELECT 100000 + i AS id,
+       CASE WHEN i % 10 = 0 THEN (hashint8extended(i, 1) # 1)::simhash64 ELSE hashint8extended(i, 2)::simhash64 END AS fp
+FROM generate_series(1, 20000) i;
+SQL
+before=$(psql -X -At -c "SELECT count(*) FROM citus_test.crash_target")
+load_log=$(mktemp)
+psql -X -q -At -c "SELECT * FROM simhash_insert_new('citus_test.crash_target', 'citus_test.crash_src', 3)" \
+    >"$load_log" 2>&1 &
+load=$!
+# The backend of worker 1 that works for the load, once it is seen.
+victim=""
+for _ in $(seq 1 600); do
+    victim=$(psql -X -q -At -p $((PGPORT + 1)) -c "SELECT pid FROM pg_stat_activity
+        WHERE state = 'active' AND query LIKE '%crash_target%' AND pid <> pg_backend_pid() LIMIT 1" 2>/dev/null || true)
+    [ -z "$victim" ] || break
+    sleep 0.05
+done
+[ -n "$victim" ] || die "the load never reached worker 1: $(cat "$load_log")"
+kill -9 "$victim"
+if wait "$load"; then
+    die "the load went through a worker killed under it: $(cat "$load_log")"
+fi
+log "the load failed as it should: $(grep -m 1 ERROR "$load_log" || true)"
+rm -f "$load_log"
+for _ in $(seq 1 60); do
+    psql -X -q -At -p $((PGPORT + 1)) -c "SELECT 1" >/dev/null 2>&1 && break
+    sleep 1
+done
+psql -X -q -v ON_ERROR_STOP=1 -v before="$before" >/dev/null <<'SQL'
+SET search_path = citus_test, public;
+SELECT recover_prepared_transactions();
+SELECT set_config('simhash_test.before', :'before', false);
+DO $$
+DECLARE
+    n bigint := (SELECT count(*) FROM crash_target);
+    loaded bigint := (SELECT count(*) FROM crash_target WHERE id > 100000);
+BEGIN
+    IF loaded <> 0 THEN
+        RAISE EXCEPTION 'after the crash the table holds % of the failed load''s rows', loaded;
+    END IF;
+    IF n <> current_setting('simhash_test.before')::bigint THEN
+        RAISE EXCEPTION 'after the crash the table holds % rows, not %', n, current_setting('simhash_test.before');
+    END IF;
+    IF EXISTS (WITH d AS MATERIALIZED (SELECT id, fp FROM crash_target)
+               SELECT FROM d a JOIN d b ON a.id < b.id AND a.fp <~> b.fp <= 3) THEN
+        RAISE EXCEPTION 'after the crash a pair within 3 is in the table';
+    END IF;
+END
+$$;
+-- The same load again, the worker back: it goes through.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    SELECT * INTO r FROM simhash_insert_new('crash_target', 'crash_src', 3);
+    IF r.inserted <> 18000 OR r.skipped <> 2000 THEN
+        RAISE EXCEPTION 'after recovery the load inserted % and skipped %, not 18000 and 2000', r.inserted, r.skipped;
+    END IF;
+END
+$$;
+DROP TABLE crash_target, crash_src, load_race;
+DO $$
+BEGIN
+    FOR s IN 1..8 LOOP
+        EXECUTE format('DROP TABLE load_race_src%s', s);
+    END LOOP;
+END
+$$;
+SQL
 log "Citus on PostgreSQL $PG_MAJOR: from a driver (psycopg)"
 "$PYTHON" "$ROOT/tests/citus/binding.py"
 log "Citus tests of PostgreSQL $PG_MAJOR passed in $(( SECONDS - started )) s"
