@@ -112,6 +112,36 @@ BEGIN
     END IF;
 END
 $$;
+-- A role that may only insert: the guard still sees every row (23505 on
+-- a near-copy), and its own row goes in.
+DROP ROLE IF EXISTS citus_guard_writer;
+CREATE ROLE citus_guard_writer LOGIN;
+GRANT USAGE ON SCHEMA citus_test TO citus_guard_writer;
+GRANT INSERT ON ref_docs TO citus_guard_writer;
+SET ROLE citus_guard_writer;
+DO $$
+BEGIN
+    INSERT INTO ref_docs VALUES (2000001, 'c3c3c3c3c3c3c3c3');
+    BEGIN
+        INSERT INTO ref_docs VALUES (2000002, 'c3c3c3c3c3c3c3c2');
+        RAISE EXCEPTION 'a near-copy went in for an insert-only role';
+    EXCEPTION WHEN unique_violation THEN
+        NULL;
+    END;
+END
+$$;
+RESET ROLE;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM ref_docs WHERE id = 2000001) OR EXISTS (SELECT FROM ref_docs WHERE id = 2000002) THEN
+        RAISE EXCEPTION 'the insert-only role''s rows are not as they should be';
+    END IF;
+END
+$$;
+DELETE FROM ref_docs WHERE id = 2000001;
+REVOKE ALL ON ref_docs FROM citus_guard_writer;
+REVOKE ALL ON SCHEMA citus_test FROM citus_guard_writer;
+DROP ROLE citus_guard_writer;
 -- A rolled-back row leaves nothing behind: its near-copy goes in after.
 BEGIN;
 INSERT INTO ref_docs VALUES (1000001, 'f0f0f0f0f0f0f0f0');
