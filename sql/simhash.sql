@@ -870,6 +870,8 @@ DECLARE
     verify_ts text := '';
     work text := 'simhash_insert_new_' || pg_backend_pid();
     citus_target boolean := false;
+    last_n bigint;
+    lo bigint;
     n_in bigint;
     n_skip bigint;
 BEGIN
@@ -990,20 +992,30 @@ BEGIN
     -- neighbours among the rows the target left (each row's earlier
     -- neighbours through the work table's band indexes), then, in order,
     -- each row with an earlier neighbour that was kept is skipped
-    -- (simhash_skipped_in_order, in one pass).
-    EXECUTE format(
-        'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
-                simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
-           FROM (SELECT r.skipped, r.matched
-                   FROM (SELECT pg_catalog.array_agg(y.simhash_n) AS later, pg_catalog.array_agg(x.simhash_n) AS earlier
-                           FROM pg_temp.%1$I y JOIN pg_temp.%1$I x
-                             ON x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %3$s
-                            AND x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n
-                          WHERE NOT x.simhash_skip AND NOT y.simhash_skip %4$s) p,
-                        LATERAL @extschema@.simhash_skipped_in_order(p.later, p.earlier) r) r,
-                pg_temp.%1$I m
-          WHERE s.simhash_n = r.skipped AND m.simhash_n = r.matched',
-        work, key_col, k, verify_xy);
+    -- (simhash_skipped_in_order). By 4,096 rows at a time, in order: a
+    -- row's earlier neighbours in earlier steps are settled by then (only
+    -- the kept ones are paired), so the pairs held at once stay bounded
+    -- even when the batch is one text many times over.
+    EXECUTE format('SELECT pg_catalog.max(simhash_n) FROM pg_temp.%I', work) INTO last_n;
+    lo := 0;
+    WHILE lo OPERATOR(pg_catalog.<) coalesce(last_n, 0) LOOP
+        EXECUTE format(
+            'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
+                    simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
+               FROM (SELECT r.skipped, r.matched
+                       FROM (SELECT pg_catalog.array_agg(y.simhash_n) AS later, pg_catalog.array_agg(x.simhash_n) AS earlier
+                               FROM pg_temp.%1$I y JOIN pg_temp.%1$I x
+                                 ON x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %3$s
+                                AND x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n
+                              WHERE y.simhash_n OPERATOR(pg_catalog.>) $1 AND y.simhash_n OPERATOR(pg_catalog.<=) $2
+                                AND NOT x.simhash_skip AND NOT y.simhash_skip %4$s) p,
+                            LATERAL @extschema@.simhash_skipped_in_order(p.later, p.earlier) r) r,
+                    pg_temp.%1$I m
+              WHERE s.simhash_n = r.skipped AND m.simhash_n = r.matched',
+            work, key_col, k, verify_xy)
+        USING lo, lo OPERATOR(pg_catalog.+) 4096;
+        lo := lo OPERATOR(pg_catalog.+) 4096;
+    END LOOP;
     EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
                    target, cols, cols, work);
     GET DIAGNOSTICS n_in = ROW_COUNT;

@@ -61,6 +61,32 @@ SELECT * FROM simhash_insert_new('lt', 'lt_src', 11, 'id', text_col => 'body');
 SELECT (SELECT array_agg(id ORDER BY id) FROM lt) = (SELECT array_agg(id ORDER BY id) FROM lt_one) AS verified_same_as_one_at_a_time,
        (SELECT count(*) FROM lt WHERE id > 300) AS loaded;
 
+-- More rows than one step of the pass within the batch (4,096 rows):
+-- groups of near-copies whose members lie in different steps, in an order
+-- that mixes them, and one fingerprint 3,000 times.
+CREATE TABLE lb (id bigint PRIMARY KEY, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('lb', 'fp', '4x16');
+CREATE TABLE lb_one (LIKE lb);
+SELECT count(*) FROM simhash_add_bands('lb_one', 'fp', '4x16');
+SELECT simhash_add_guard('lb_one', 'fp', 3, 'skip');
+CREATE TABLE lb_src AS
+SELECT i AS id, (hashint8extended(i % 4500, 5) # (1::bigint << (i % 64)))::simhash64 AS fp, hashint4(i) AS seq
+FROM generate_series(1, 10000) i
+UNION ALL
+SELECT 10000 + i, 'abcdef0123456789'::simhash64, hashint4(10000 + i) FROM generate_series(1, 3000) i;
+SET client_min_messages = warning;  -- a NOTICE for each row the guard skips
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT * FROM lb_src ORDER BY seq LOOP
+        INSERT INTO lb_one VALUES (r.id, r.fp);
+    END LOOP;
+END $$;
+RESET client_min_messages;
+SELECT * FROM simhash_insert_new('lb', 'lb_src', 3, 'seq');
+SELECT (SELECT array_agg(id ORDER BY id) FROM lb) = (SELECT array_agg(id ORDER BY id) FROM lb_one) AS steps_same_as_one_at_a_time,
+       (SELECT count(*) FROM lb WHERE id > 10000) AS copies_of_one_kept;
+
 -- Bad input, each with its SQLSTATE.
 CREATE TABLE lt_nobands (id bigint, fp simhash64);
 CREATE TEMP VIEW lt_other_shape AS SELECT 1 AS x;
@@ -79,4 +105,4 @@ SELECT q, outcome(q) FROM unnest(ARRAY[
     $$SELECT * FROM simhash_insert_new('lt', NULL, 3)$$]) q;
 
 DROP VIEW ld_src_view, lt_other_shape, lt_key_only;
-DROP TABLE ld, ld_src, ld_skips, ld_one, lt, lt_src, lt_one, lt_nobands;
+DROP TABLE ld, ld_src, ld_skips, ld_one, lt, lt_src, lt_one, lt_nobands, lb, lb_one, lb_src;
