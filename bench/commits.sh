@@ -13,6 +13,9 @@
 #                                       gzip'd or not; default
 #                                       ../shared/data/zh_news.jsonl.gz
 #   ROUNDS=9 bench/commits.sh ...       rounds (default 7, minimum 3)
+#   SIMD=avx2 bench/commits.sh ...      both at a level of vector
+#                                       instructions (fingerprint-stages
+#                                       --simd; default the widest there is)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -20,6 +23,8 @@ set -euo pipefail
 OLD=$1 NEW=$2
 CORPUS=${3:-$ROOT/../shared/data/zh_news.jsonl.gz}
 ROUNDS=${ROUNDS:-7}
+simd=()
+[ -z "${SIMD:-}" ] || simd=(--simd "$SIMD")
 [ -f "$CORPUS" ] || die "corpus not found: $CORPUS"
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 3 ] || die "ROUNDS must be a number >= 3, not '$ROUNDS'"
 for c in "$OLD" "$NEW"; do
@@ -49,7 +54,7 @@ declare -A ns
 passes=(hot_scan hot_weigh fingerprint)
 for ((i = 1; i <= ROUNDS; i++)); do
     for side in old new; do
-        out=$("$work/target-$side/release/fingerprint-stages" --rounds 3 < "$work/corpus.jsonl")
+        out=$("$work/target-$side/release/fingerprint-stages" --rounds 3 "${simd[@]}" < "$work/corpus.jsonl")
         [ "$(value replica_ok <<<"$out")" = 1 ] || die "$side: the fingerprints are not those of the definition"
         for pass in "${passes[@]}"; do
             ns[$side.$pass]+="$(value "${pass}_ns_per_byte" <<<"$out") "
@@ -59,7 +64,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 done
 
 echo
-echo "== $OLD against $NEW: $(basename "$CORPUS"), median of $ROUNDS interleaved rounds, ns per byte =="
+echo "== $OLD against $NEW: $(basename "$CORPUS"), median of $ROUNDS interleaved rounds, ns per byte, level ${SIMD:-the widest}, processor $(instruction_set) =="
 for pass in "${passes[@]}"; do
     o=$(tr ' ' '\n' <<<"${ns[old.$pass]}" | grep . | median)
     n=$(tr ' ' '\n' <<<"${ns[new.$pass]}" | grep . | median)

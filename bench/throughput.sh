@@ -59,6 +59,14 @@
 #   ROUNDS=7 bench/throughput.sh   rounds of each side (default 5, minimum 3)
 #   STAGES=1 bench/throughput.sh   also time the steps of the Rust
 #                                  fingerprint (NFKC, segmentation, IDF, ...)
+#   SIMD=avx2 bench/throughput.sh  cap the fingerprint's vector instructions
+#                                  at a level (baseline, avx2 or avx512;
+#                                  it can only lower what the processor
+#                                  has): SIMHASH_SIMD for the Rust
+#                                  binaries and for the server, which is
+#                                  restarted with it. Each figure names the
+#                                  kernels that ran (AVX-512, AVX2 or
+#                                  baseline); ClickHouse picks its own
 #   COMPRESSION=lz4 bench/throughput.sh
 #                                  store the texts with lz4 instead of
 #                                  PostgreSQL's default pglz (the column's
@@ -77,6 +85,20 @@ CORPUS=${1:-$ROOT/../shared/data/zh_news.jsonl.gz}
 ROUNDS=${ROUNDS:-5}
 COMPRESSION=${COMPRESSION:-pglz}
 case "$COMPRESSION" in pglz | lz4) ;; *) die "COMPRESSION must be pglz or lz4, not '$COMPRESSION'" ;; esac
+SIMD=${SIMD:-}
+case "$SIMD" in '' | baseline | avx2 | avx512) ;; *) die "SIMD must be baseline, avx2 or avx512, not '$SIMD'" ;; esac
+# The cap, for the binaries and for the server (scripts/common.sh's
+# start_cluster passes it on).
+if [ -n "$SIMD" ]; then export SIMHASH_SIMD=$SIMD; fi
+# The kernels of a level's name, as the figures name them.
+kernels_of() {
+    case $1 in
+        avx512) echo AVX-512 ;;
+        avx2) echo AVX2 ;;
+        baseline) echo baseline ;;
+        *) echo "unknown ($1)" ;;
+    esac
+}
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 [ -f "$CORPUS" ] || die "corpus not found: $CORPUS (give a JSON-lines file, gzip'd or not, as the first argument)"
 CORPUS=$(cd "$(dirname "$CORPUS")" && pwd)/$(basename "$CORPUS")
@@ -104,6 +126,17 @@ BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/segment-throughput
 [ -x "$BIN" ] || die "no binary at $BIN"
 
 bench_db
+# What the server was started with: its postmaster's environment.
+server_simd=unset
+if pid=$(as_server head -n 1 "$PGDATA_DIR/postmaster.pid" 2>/dev/null) \
+    && env_of=$(as_server cat "/proc/$pid/environ" 2>/dev/null | tr '\0' '\n'); then
+    server_simd=$(sed -n 's/^SIMHASH_SIMD=//p' <<<"$env_of" | head -n 1)
+    server_simd=${server_simd:-unset}
+else
+    server_simd="not readable"
+fi
+[ "$server_simd" = "${SIMHASH_SIMD:-unset}" ] \
+    || die "the server runs with SIMHASH_SIMD $server_simd, not ${SIMHASH_SIMD:-unset}"
 
 log "loading $NAME into $BENCH_DB.throughput_docs ($COMPRESSION)"
 # Each JSON line is one CSV field: valid JSON holds no raw control
@@ -155,6 +188,11 @@ read -r sql_docs sql_bytes < <(psql_db -F ' ' -c \
     || die "the table holds $sql_docs texts of $sql_bytes bytes, the binary read $docs of $bytes"
 read -r sql_fps sql_xor < <(psql_db -F ' ' -c "SET max_parallel_workers_per_gather = 0" -c \
     "SELECT count(h), coalesce(bit_xor(h::bigint), 0) FROM (SELECT simhash(body) AS h FROM throughput_docs) s")
+# The level the Rust binary used: the server, on the same processor with
+# the same SIMHASH_SIMD, detects the same.
+level=$(value simd <<<"$first")
+KERNELS=$(kernels_of "$level")
+log "kernels: $KERNELS (processor: $(instruction_set); SIMHASH_SIMD ${SIMHASH_SIMD:-unset}, the server's too)"
 rust_fps=$(value fingerprints <<<"$first")
 rust_xor=$(value fingerprint_xor <<<"$first")
 if [ "$sql_fps $sql_xor" != "$rust_fps $rust_xor" ]; then
@@ -180,6 +218,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
     # and only its first character looked at.
     read+=("$(psql_db -c "SELECT throughput_seconds('ascii(body)')")")
     stages=$("$STAGES_BIN" --rounds 3 <"$CORPUS")
+    [ "$(value simd <<<"$stages")" = "$level" ] || die "fingerprint-stages ran at $(value simd <<<"$stages"), not $level"
     scan+=("$(value hot_scan_s <<<"$stages")")
     distinct=$(value distinct_features <<<"$stages")
     ch=$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1)
@@ -203,14 +242,16 @@ echo
 echo "== fingerprint throughput: median of $ROUNDS interleaved rounds, one core =="
 awk -v name="$NAME" -v compression="$COMPRESSION" -v docs="$docs" -v bytes="$bytes" \
     -v seg="$seg_s" -v fp="$fp_s" -v fp2="$fp2_s" -v sql="$sql_s" -v read="$read_s" -v scan="$scan_s" \
-    -v ngram="$ngram_s" -v ngram_mt="$ngram_mt_s" -v word="$word_s" -v distinct="$distinct" 'BEGIN {
+    -v ngram="$ngram_s" -v ngram_mt="$ngram_mt_s" -v word="$word_s" -v distinct="$distinct" \
+    -v kernels="$KERNELS" -v cpu="$(instruction_set)" -v cap="${SIMHASH_SIMD:-unset}" 'BEGIN {
     mb = bytes / 1e6
     printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, mb
+    printf "kernels                 %s (processor: %s; SIMHASH_SIMD %s, the server'"'"'s too)\n", kernels, cpu, cap
     printf "segmentation alone      %7.2f MB/s  (%.3f s; jieba-rs cut, HMM on: the baseline)\n", mb / seg, seg
-    printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, definition 3, no PostgreSQL)\n", mb / fp, fp
+    printf "rust fingerprint        %7.2f MB/s  (%.3f s; simhash-core, definition 3, no PostgreSQL) [%s]\n", mb / fp, fp, kernels
     printf "rust fingerprint v2     %7.2f MB/s  (%.3f s; definition 2: jieba words)\n", mb / fp2, fp2
-    printf "rust hot scan           %7.2f MB/s  (%.4f s; definition 3 first pass alone: no weights, no counters)\n", mb / scan, scan
-    printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers, %s)\n", mb / sql, sql, compression
+    printf "rust hot scan           %7.2f MB/s  (%.4f s; definition 3 first pass alone: no weights, no counters) [%s]\n", mb / scan, scan, kernels
+    printf "sql simhash()           %7.2f MB/s  (%.3f s; count(simhash(body)), no parallel workers, %s) [%s]\n", mb / sql, sql, compression, kernels
     printf "sql read only           %7.2f MB/s  (%.4f s; count(ascii(body)): each text read whole, no fingerprint)\n", mb / read, read
     printf "ratio sql/segmentation  %7.2f       (target >= 0.80)\n", seg / sql
     printf "ratio sql/rust          %7.2f       (what the SQL layer keeps of the Rust speed)\n", fp / sql
@@ -218,9 +259,9 @@ awk -v name="$NAME" -v compression="$COMPRESSION" -v docs="$docs" -v bytes="$byt
     printf "ngramSimHashUTF8        %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1, Memory table)\n", mb / ngram, ngram
     printf "  over MergeTree        %7.2f MB/s  (%.3f s; the same over ClickHouse'"'"'s own compressed storage)\n", mb / ngram_mt, ngram_mt
     printf "wordShingleSimHashUTF8  %7.2f MB/s  (%.3f s; ClickHouse in chDB, max_threads = 1, Memory table)\n", mb / word, word
-    printf "ratio sql/ngram         %7.2f       (target >= 1.0)\n", ngram / sql
+    printf "ratio sql/ngram         %7.2f       (target >= 1.0) [%s]\n", ngram / sql, kernels
     printf "ratio sql/ngram over MergeTree %.2f\n", ngram_mt / sql
-    printf "ratio rust/ngram        %7.2f\n", ngram / fp
+    printf "ratio rust/ngram        %7.2f       [%s]\n", ngram / fp, kernels
     ns = 1e9 / bytes
     left = ngram - read
     printf "\n== the budget of ratio 1.0, in ns per byte of UTF-8 ==\n"

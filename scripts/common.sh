@@ -135,12 +135,16 @@ init_cluster() {
 # start_cluster DIR BIN: (re)starts the cluster in DIR (a preloaded library
 # is read only at server start), with RUST_BACKTRACE=1 as a developer's
 # server often has it (the tests check that no client sees a Rust
-# backtrace even then); on failure prints the end of its log and dies.
+# backtrace even then), and SIMHASH_SIMD when it is set (the cap on the
+# fingerprint's vector instructions, crates/simhash-core/src/cpu.rs; sudo
+# would drop it); on failure prints the end of its log and dies.
 start_cluster() {
     local dir=$1 bin=$2
     if as_server "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         as_server "$bin/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
     fi
-    as_server env RUST_BACKTRACE=1 "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null \
+    local simd=()
+    [ -z "${SIMHASH_SIMD:-}" ] || simd=("SIMHASH_SIMD=$SIMHASH_SIMD")
+    as_server env RUST_BACKTRACE=1 "${simd[@]}" "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { tail -n 30 "$dir/server.log" >&2; die "the server in $dir did not start"; }
 }

@@ -30,10 +30,23 @@ cargo test -p simhash-core -p simhash-bench
 # The SIMD kernels run only where the processor has them; the core's tests
 # compare every level it has with the scalar reference (fuzz_props, the
 # golden and same-bits tests). Say which ones that was here.
+# The kernels of each level: AVX2's runs of ideographs eight at a time,
+# weights four at a time and counters; AVX-512's weights eight at a time
+# and counters, and its runs of ideographs sixteen at a time where the
+# processor has VBMI (eight at a time, AVX2's, where it has not).
+# SIMHASH_SIMD, when set, caps them (crates/simhash-core/src/cpu.rs).
+cap=${SIMHASH_SIMD:-avx512}
 levels="scalar"
-grep -qw avx2 /proc/cpuinfo 2>/dev/null && levels="$levels, AVX2"
+[ "$cap" != baseline ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null \
+    && levels="$levels, AVX2 (runs of ideographs 8 at a time, weights 4 at a time, counters)"
 for f in avx512f avx512dq avx512bw avx512vl; do grep -qw $f /proc/cpuinfo 2>/dev/null || f=; [ -n "$f" ] || break; done
-[ -n "${f:-}" ] && levels="$levels, AVX-512"
+[ "$cap" = avx512 ] || f=
+if [ -n "${f:-}" ]; then
+    runs="runs of ideographs 8 at a time (no VBMI)"
+    grep -qw avx512vbmi /proc/cpuinfo 2>/dev/null && runs="runs of ideographs 16 at a time"
+    levels="$levels, AVX-512 ($runs, weights 8 at a time, counters)"
+fi
+[ -z "${SIMHASH_SIMD:-}" ] || levels="$levels; SIMHASH_SIMD=$SIMHASH_SIMD"
 log "SIMD kernels compared with the scalar reference on this processor: $levels"
 
 log "fuzzing the readers of untrusted bytes (bounded: ${SIMHASH_FUZZ_SECONDS:-30} s a target)"

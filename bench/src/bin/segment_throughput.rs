@@ -397,6 +397,9 @@ fn run() -> Result<(), String> {
         format!("bytes={bytes}"),
         format!("mb={mb:.3}"),
         format!("rounds={}", opts.rounds),
+        // The vector instructions of the fingerprint's kernels (the widest
+        // the processor has, capped by SIMHASH_SIMD).
+        format!("simd={}", fingerprinter.simd().name()),
         format!("segment_tokens={seg_tokens}"),
         format!("fingerprints={}", fingerprints.0),
         // As a signed bigint, the way SQL's bit_xor(simhash(...)::bigint) prints it.

@@ -27,10 +27,23 @@ impl Simd {
     /// Every level, narrowest first.
     pub const ALL: [Simd; 3] = [Simd::Baseline, Simd::Avx2, Simd::Avx512];
 
-    /// The widest level this processor has, found once per process.
+    /// The widest level this processor has, found once per process, at
+    /// most the one `SIMHASH_SIMD` names ([`Simd::capped`]).
     pub fn detected() -> Simd {
         static DETECTED: OnceLock<Simd> = OnceLock::new();
-        *DETECTED.get_or_init(detect)
+        *DETECTED.get_or_init(|| {
+            let setting = std::env::var("SIMHASH_SIMD").ok();
+            Simd::capped(detect(), setting.as_deref())
+        })
+    }
+
+    /// `found`, the level a processor has, capped by `setting`, the
+    /// value of `SIMHASH_SIMD`: the narrower of the two when it names a
+    /// level (in any case, spaces around it allowed), `found` itself when
+    /// it is unset or names none.
+    pub fn capped(found: Simd, setting: Option<&str>) -> Simd {
+        let named = setting.and_then(|s| Simd::from_name(&s.trim().to_ascii_lowercase()));
+        named.map_or(found, |cap| cap.min(found))
     }
 
     /// Whether this processor has the instructions of `self`.
@@ -86,5 +99,24 @@ mod tests {
         assert_eq!(Simd::from_name("sse9"), None);
         assert!(Simd::Baseline.available());
         assert!(Simd::detected().available());
+    }
+
+    #[test]
+    fn the_setting_only_ever_lowers_the_level() {
+        use Simd::*;
+        for found in Simd::ALL {
+            assert_eq!(Simd::capped(found, None), found);
+            for junk in ["", "sse9", "avx", "avx-512", "1"] {
+                assert_eq!(Simd::capped(found, Some(junk)), found, "{junk:?}");
+            }
+            for cap in Simd::ALL {
+                assert_eq!(Simd::capped(found, Some(cap.name())), cap.min(found));
+            }
+        }
+        assert_eq!(Simd::capped(Avx512, Some("avx2")), Avx2);
+        assert_eq!(Simd::capped(Avx512, Some(" AVX2\n")), Avx2);
+        assert_eq!(Simd::capped(Avx2, Some("avx512")), Avx2);
+        assert_eq!(Simd::capped(Baseline, Some("avx512")), Baseline);
+        assert_eq!(Simd::capped(Avx512, Some("baseline")), Baseline);
     }
 }

@@ -200,3 +200,62 @@ fn a_walk_stopped_in_a_long_run_of_ideographs_leaves_nothing_behind() {
         }
     }
 }
+
+#[test]
+fn runs_of_ideographs_broken_at_every_offset_agree_at_every_level() {
+    // A run of ideographs of each length around the kernels' blocks
+    // (eight with AVX2, sixteen with AVX-512), after a lead that shifts
+    // it against the bytes, with one piece that ends or interrupts it at
+    // every offset: ASCII, punctuation that stays in the run, full-width
+    // forms, a fold, a combining mark, characters of two and four bytes,
+    // bytes that are not UTF-8. Every level gives the plain path's
+    // fingerprint, or the error.
+    use simhash_core::{BytesError, Version};
+    let han: Vec<char> =
+        "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工"
+            .chars()
+            .collect();
+    let breakers: &[&[u8]] = &[
+        b"a",
+        b" ",
+        "，".as_bytes(),
+        "。“".as_bytes(),
+        "Ａ".as_bytes(),
+        "國".as_bytes(),
+        "\u{F900}".as_bytes(),
+        "\u{301}".as_bytes(),
+        "é".as_bytes(),
+        "😀".as_bytes(),
+        b"\xff",
+        b"\xe4\xb8",
+        b"\xed\xa0\x80",
+    ];
+    let levels = props::levels();
+    for lead in [&b""[..], b"x", "中文 ".as_bytes()] {
+        for len in [1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 33, 48, 49, 70] {
+            for at in 0..=len {
+                for breaker in breakers {
+                    let mut body = lead.to_vec();
+                    for (i, c) in han.iter().cycle().take(len).enumerate() {
+                        if i == at {
+                            body.extend_from_slice(breaker);
+                        }
+                        let mut buf = [0u8; 4];
+                        body.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                    }
+                    if at == len {
+                        body.extend_from_slice(breaker);
+                    }
+                    let want = match std::str::from_utf8(&body) {
+                        Ok(text) => Ok(levels[0].fingerprint_v3_reference(text)),
+                        Err(_) => Err(BytesError::NotUtf8),
+                    };
+                    for fp in levels {
+                        let got = fp.fingerprint_bytes_checked_as(Version::V3, &body, || true);
+                        assert_eq!(got, want, "{:?}: {body:x?}", fp.simd());
+                    }
+                }
+            }
+        }
+    }
+}

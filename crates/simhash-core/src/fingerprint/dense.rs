@@ -218,8 +218,9 @@ pub(super) fn fingerprint_v3(
 }
 
 /// The weights and hashes of `batch` with AVX-512, eight features at a
-/// time from their prepared entries ([`super::wide_weights`]), when
-/// `simd` asks for it, the processor has it and every entry is
+/// time, or AVX2, four at a time, from their prepared entries
+/// ([`super::wide_weights`]), when `simd` asks for one of them, the
+/// processor has it and every entry is
 /// [`bounded`]: whether it did. It moves each count out of `tf` into
 /// `kept` (by the feature's place in `batch`) as it reads it.
 #[cfg(target_arch = "x86_64")]
@@ -233,13 +234,18 @@ fn weigh_wide(
     hashes: &mut [u64; WEIGH_BATCH],
     weights: &mut [i64; WEIGH_BATCH],
 ) -> bool {
-    if simd != Simd::Avx512 || !simd.available() || !bounded {
+    if simd < Simd::Avx2 || !simd.available() || !bounded {
         return false;
     }
-    // SAFETY: the processor has the instructions of AVX-512 (`available`).
+    let kernel = match simd {
+        Simd::Avx512 => super::wide_weights::weigh_prepared,
+        _ => super::wide_weights::weigh_prepared_avx2,
+    };
+    // SAFETY: the processor has the instructions of `simd` (`available`):
+    // AVX-512's kernel for AVX-512, AVX2's for AVX2.
     #[allow(unsafe_code)]
     unsafe {
-        super::wide_weights::weigh_prepared(
+        kernel(
             prepared,
             (tf, kept),
             batch,
@@ -252,7 +258,7 @@ fn weigh_wide(
     true
 }
 
-/// Without x86-64's AVX-512: never.
+/// Without x86-64's AVX2 or AVX-512: never.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
 fn weigh_wide(
@@ -410,7 +416,7 @@ fn counted_v3(
                 let kept = &mut counts.kept[b * WEIGH_BATCH..b * WEIGH_BATCH + batch.len()];
                 let wide = (tf, kept, fp.dense.bounded);
                 if weigh_wide(simd, prepared, wide, batch, counted, hashes, weights) {
-                    // Done, eight features at a time.
+                    // Done, eight (or four) features at a time.
                     moved = true;
                 } else {
                     let tf = &counts.tf;

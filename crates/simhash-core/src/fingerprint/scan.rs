@@ -479,11 +479,14 @@ impl<'a, S: Sink> Scan<'a, S> {
     /// ASCII or one of the table's; when the run ends on a mark followed
     /// by some other character, the mark is given back to the caller.
     ///
-    /// With `BLOCKS` (only ever in [`scan_avx512`]) the run goes sixteen
-    /// characters at a time where 64 bytes are left to read
-    /// ([`wide::ideographs16`]), one at a time near the end.
+    /// With `BLOCK` 16 (only ever in [`scan_avx512`]) the run goes
+    /// sixteen characters at a time where 64 bytes are left to read
+    /// ([`wide::ideographs16`]), with `BLOCK` 8 (only ever in
+    /// [`scan_avx2`]) eight at a time where 32 bytes are left
+    /// ([`wide::ideographs8`]), one at a time near the end; with `BLOCK`
+    /// 0, one at a time throughout.
     #[inline(always)]
-    fn ideograph_run<const BLOCKS: bool>(
+    fn ideograph_run<const BLOCK: usize>(
         &mut self,
         buffer: &mut Buffer,
         bytes: &[u8],
@@ -514,14 +517,14 @@ impl<'a, S: Sink> Scan<'a, S> {
             let end = i + 3 * RUN;
             while i < end {
                 #[cfg(target_arch = "x86_64")]
-                if BLOCKS && i + 48 <= end {
+                if BLOCK == 16 && i + 48 <= end {
                     if let (Some(chunk), Some(out)) =
                         (bytes.get(i..i + 64), hans.get_mut(kept..kept + 16))
                     {
                         let chunk: &[u8; 64] = chunk.try_into().expect("64 bytes");
                         let out: &mut [u32; 16] = out.try_into().expect("16 entries");
-                        // SAFETY: `BLOCKS` only in `scan_avx512`, called only
-                        // when `wide::available`.
+                        // SAFETY: `BLOCK == 16` only in `scan_avx512`,
+                        // called only when `wide::available`.
                         #[allow(unsafe_code)]
                         let block = unsafe { wide::ideographs16(&self.fast.run, chunk, out) };
                         kept += block.kept;
@@ -536,6 +539,29 @@ impl<'a, S: Sink> Scan<'a, S> {
                         // load waits on the branch, which is predicted,
                         // and not on this block's gather.
                         i += 48;
+                        continue;
+                    }
+                }
+                #[cfg(target_arch = "x86_64")]
+                if BLOCK == 8 && i + 24 <= end {
+                    if let (Some(chunk), Some(out)) =
+                        (bytes.get(i..i + 32), hans.get_mut(kept..kept + 8))
+                    {
+                        let chunk: &[u8; 32] = chunk.try_into().expect("32 bytes");
+                        let out: &mut [u32; 8] = out.try_into().expect("8 entries");
+                        // SAFETY: `BLOCK == 8` only in `scan_avx2`, called
+                        // only when `wide::available8`.
+                        #[allow(unsafe_code)]
+                        let block = unsafe { wide::ideographs8(&self.fast.run, chunk, out) };
+                        kept += block.kept;
+                        if block.through_mark > 0 {
+                            after_mark = i + 3 * block.through_mark;
+                        }
+                        if block.taken < 8 {
+                            i += 3 * block.taken;
+                            break;
+                        }
+                        i += 24;
                         continue;
                     }
                 }
@@ -655,7 +681,10 @@ impl<'a, S: Sink> Scan<'a, S> {
 ///
 /// With `simd` AVX-512 on a processor that has it and VBMI
 /// ([`wide::available`]), runs of ideographs go sixteen characters at a
-/// time: the same features in the same order.
+/// time; with AVX2 or AVX-512 without VBMI ([`wide::available8`]), eight
+/// at a time, and the whole scan is compiled for AVX2 (the loops of
+/// [`ascii_block`] in 32-byte vectors): the same features in the same
+/// order.
 // The call of a function compiled for instructions the processor was
 // found to have.
 #[allow(unsafe_code)]
@@ -673,8 +702,13 @@ pub(crate) fn scan<S: Sink>(
         // SAFETY: the processor has the instructions (`wide::available`).
         return unsafe { scan_avx512(fold, tables, bytes, sink, go_on, work) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if wide::available8(simd) {
+        // SAFETY: the processor has the instructions (`wide::available8`).
+        return unsafe { scan_avx2(fold, tables, bytes, sink, go_on, work) };
+    }
     let _ = simd;
-    scan_as::<S, false>(fold, tables, bytes, sink, go_on, work)
+    scan_as::<S, 0>(fold, tables, bytes, sink, go_on, work)
 }
 
 /// [`scan_as`] with runs of ideographs sixteen characters at a time.
@@ -688,13 +722,27 @@ fn scan_avx512<S: Sink>(
     go_on: impl FnMut() -> bool,
     work: &mut ScanWork,
 ) -> Result<S, Stop> {
-    scan_as::<S, true>(fold, tables, bytes, sink, go_on, work)
+    scan_as::<S, 16>(fold, tables, bytes, sink, go_on, work)
 }
 
-/// [`scan`], runs of ideographs [`wide::ideographs16`] at a time with
-/// `BLOCKS`.
+/// [`scan_as`] with runs of ideographs eight characters at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt,lzcnt,bmi1,bmi2")]
+fn scan_avx2<S: Sink>(
+    fold: &Fold,
+    tables: &ScanTables,
+    bytes: &[u8],
+    sink: S,
+    go_on: impl FnMut() -> bool,
+    work: &mut ScanWork,
+) -> Result<S, Stop> {
+    scan_as::<S, 8>(fold, tables, bytes, sink, go_on, work)
+}
+
+/// [`scan`], runs of ideographs `BLOCK` (16, 8, or 0: one) characters at
+/// a time ([`Scan::ideograph_run`]).
 #[inline(always)]
-fn scan_as<S: Sink, const BLOCKS: bool>(
+fn scan_as<S: Sink, const BLOCK: usize>(
     fold: &Fold,
     tables: &ScanTables,
     bytes: &[u8],
@@ -746,7 +794,7 @@ fn scan_as<S: Sink, const BLOCKS: bool>(
                     if let Some(from) = slow_from.take() {
                         s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
-                    i = s.ideograph_run::<BLOCKS>(buffer, bytes, i, u, &mut steps, &mut go_on)?;
+                    i = s.ideograph_run::<BLOCK>(buffer, bytes, i, u, &mut steps, &mut go_on)?;
                     continue;
                 }
                 // A mark ends the piece, as a space does.
@@ -803,7 +851,8 @@ mod tests {
 
     /// The scan of `bytes` with the shared tables, into a [`Record`], at
     /// each level of vector instructions the processor has (runs of
-    /// ideographs a block at a time with AVX-512 and VBMI), which must
+    /// ideographs sixteen at a time with AVX-512 and VBMI, eight at a
+    /// time with AVX2), which must
     /// all agree: the baseline's, with `go_on` called as often. `go_on`
     /// is asked at the baseline's scan only.
     fn scan_bytes(bytes: &[u8], go_on: impl FnMut() -> bool) -> Result<Record, Stop> {
@@ -1011,7 +1060,7 @@ mod tests {
             let mut steps = CHECK_EVERY;
             let u = '字' as u32;
             let left = s
-                .ideograph_run::<false>(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
+                .ideograph_run::<0>(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
                 .unwrap();
             assert_eq!((left, s.piece), (to, piece), "{text:?}");
         }

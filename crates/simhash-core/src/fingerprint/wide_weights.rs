@@ -1,5 +1,6 @@
 //! The weights of a batch of the table's features, eight at a time with
-//! AVX-512, straight from the prepared weighing of each entry.
+//! AVX-512 (four with AVX2), straight from the prepared weighing of each
+//! entry.
 //!
 //! The lane-by-lane kernel of [`crate::weights`] is plain Rust that the
 //! compiler vectorizes: each feature's inputs are gathered one at a time
@@ -19,6 +20,15 @@
 //! baseline's kernel, lane by lane (with weights made to fall near a
 //! half among them), and whole fingerprints at every level.
 //!
+//! [`weigh_prepared_avx2`] is the same kernel with AVX2, four features a
+//! vector: the same operations, with what AVX2 lacks done another way
+//! (floor and the nearest whole number by `vroundpd`, the conversion of a
+//! whole double to an integer by adding 1.5 * 2^52, the lookups of the
+//! table of e^-j/64 lane by lane). `wide`'s `f64x4` cannot stand in for
+//! the intrinsics: it picks its instructions by the features the crate is
+//! compiled with, so in a build for the x86-64 baseline it is two SSE2
+//! halves even inside an AVX2 function, with no `vroundpd`.
+//!
 //! The only unsafe code: vector loads and stores of arrays of eight, and
 //! the load of an entry by reference.
 
@@ -32,6 +42,9 @@ use crate::weights::{
 
 /// Features a vector holds.
 const LANES: usize = 8;
+
+/// Features a vector holds with AVX2.
+const LANES4: usize = 4;
 
 /// How far the weight of a bounded entry (`table::bounded`: scale `s`
 /// and factor `f` not negative, `f s <= 64`) against the fast chance term
@@ -183,6 +196,194 @@ pub(super) fn weigh_prepared(
     }
 }
 
+/// [`weigh_prepared`] with AVX2, four features a vector: the same
+/// weights, hashes and moved counts, under the same conditions (every
+/// entry bounded as `table::bounded` says).
+///
+/// # Panics
+/// If an index is not below `prepared.len()` and `tf.len()`.
+#[target_feature(enable = "avx2")]
+pub(super) fn weigh_prepared_avx2(
+    prepared: &[Prepared],
+    (tf, kept): (&mut [u8], &mut [u8]),
+    batch: &[u32],
+    counted: [f64; 2],
+    first_gram: u32,
+    hashes: &mut [u64; WEIGH_BATCH],
+    out: &mut [i64; WEIGH_BATCH],
+) {
+    let n = batch.len();
+    assert!(n <= WEIGH_BATCH && kept.len() == n);
+    // The batch padded with entry 0 (weighed, never written out) to whole
+    // vectors.
+    let mut indexes = [0u32; WEIGH_BATCH];
+    indexes[..n].copy_from_slice(batch);
+    let steps: &[f64] = &EXP_STEPS;
+    let splat = _mm256_set1_pd;
+    // 1.5 * 2^52: a whole number below 2^51 in magnitude added to it is
+    // exact, and its bits less this one's are that number.
+    let magic = splat(6_755_399_441_055_744.0);
+    for start in (0..n).step_by(LANES4) {
+        let ix: &[u32; LANES4] = indexes[start..start + LANES4].try_into().expect("four");
+        let [hash, scale, factor, p] = entries4(prepared, ix);
+        let live = (n - start).min(LANES4);
+        let mut counts = [0i32; LANES4];
+        let mut per_kind = [0.0f64; LANES4];
+        for l in 0..LANES4 {
+            counts[l] = i32::from(tf[ix[l] as usize]);
+            per_kind[l] = counted[usize::from(ix[l] >= first_gram)];
+        }
+        for (l, &count) in counts.iter().enumerate().take(live) {
+            kept[start + l] = count as u8;
+            tf[ix[l] as usize] = 0;
+        }
+        let count = _mm256_cvtepi32_pd(load_i32x4(&counts));
+        let capped = _mm256_min_pd(count, splat(f64::from(FAST_CAP)));
+        let mean = _mm256_mul_pd(from_array4(per_kind), p);
+
+        // The chance term, as in `weigh_prepared`.
+        let fast = _mm256_and_pd(
+            _mm256_cmp_pd::<_CMP_GE_OQ>(mean, splat(0.0)),
+            _mm256_cmp_pd::<_CMP_LT_OQ>(mean, splat(f64::INFINITY)),
+        );
+        let served = _mm256_and_pd(
+            fast,
+            _mm256_cmp_pd::<_CMP_LT_OQ>(mean, splat(FAST_MEAN_LIMIT)),
+        );
+        let m = _mm256_and_pd(served, mean);
+        let v = _mm256_mul_pd(m, splat(FAST_STEPS));
+        let j = _mm256_round_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(v);
+        // A whole number below 3,200: converted exactly.
+        let mut at = [0i32; LANES4];
+        store_i32x4(&mut at, _mm256_cvtpd_epi32(j));
+        let t = _mm256_and_pd(
+            served,
+            from_array4(at.map(|s| steps[(s as usize).min(steps.len() - 1)])),
+        );
+        let x = _mm256_sub_pd(_mm256_mul_pd(j, splat(1.0 / FAST_STEPS)), m);
+        let mut series = splat(EXP_SERIES[6]);
+        for c in EXP_SERIES[..6].iter().rev() {
+            series = _mm256_add_pd(_mm256_mul_pd(series, x), splat(*c));
+        }
+        let mut poly = splat(1.0 / 120.0);
+        for c in [1.0 / 12.0, 0.5, 2.0, 5.0, 6.0] {
+            poly = _mm256_add_pd(splat(c), _mm256_mul_pd(m, poly));
+        }
+        let chance = _mm256_sub_pd(splat(6.0), _mm256_mul_pd(_mm256_mul_pd(t, series), poly));
+
+        // The weight, certified as in `weigh_prepared`.
+        let above_chance = _mm256_sub_pd(capped, chance);
+        let scaled = _mm256_mul_pd(factor, _mm256_mul_pd(scale, above_chance));
+        let w = _mm256_mul_pd(scaled, splat(FIXED_ONE));
+        let r = _mm256_round_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(w);
+        let off = _mm256_andnot_pd(splat(-0.0), _mm256_sub_pd(w, r));
+        let off_half = _mm256_cmp_pd::<_CMP_LT_OQ>(off, splat(0.5 - NEAR));
+        let certified = _mm256_movemask_pd(_mm256_and_pd(fast, off_half)) as u8;
+        // A whole number below 2^51 in magnitude where certified.
+        let fixed = _mm256_sub_epi64(
+            _mm256_castpd_si256(_mm256_add_pd(r, magic)),
+            _mm256_castpd_si256(magic),
+        );
+        let lanes: &mut [i64; LANES4] = (&mut out[start..start + LANES4]).try_into().expect("four");
+        store_i64x4(lanes, fixed);
+        store_i64x4(
+            (&mut hashes[start..start + LANES4])
+                .try_into()
+                .expect("four"),
+            _mm256_castpd_si256(hash),
+        );
+        let live_mask = ((1u16 << live) - 1) as u8;
+        let slow = !certified & live_mask;
+        if slow != 0 {
+            // The 24-term series, as every kernel does.
+            let [mean, scale, capped, factor] = [mean, scale, capped, factor].map(|v| to_array4(v));
+            for l in (0..LANES4).filter(|l| slow >> l & 1 == 1) {
+                let f = ToWeigh {
+                    mean: mean[l],
+                    scale: scale[l],
+                    capped: capped[l],
+                    factor: factor[l],
+                };
+                lanes[l] = f.fixed(expected_capped(f.mean, FAST_CAP));
+            }
+        }
+    }
+}
+
+/// Four counts.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(unsafe_code)]
+fn load_i32x4(lanes: &[i32; LANES4]) -> __m128i {
+    // SAFETY: `lanes` is 16 bytes to read, and the load takes any alignment.
+    unsafe { _mm_loadu_si128(lanes.as_ptr().cast()) }
+}
+
+/// The vector `v` into `out`.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(unsafe_code)]
+fn store_i32x4(out: &mut [i32; LANES4], v: __m128i) {
+    // SAFETY: `out` is 16 bytes to write, and the store takes any alignment.
+    unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), v) }
+}
+
+/// The vector `v` into `out`.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(unsafe_code)]
+fn store_i64x4<T>(out: &mut [T; LANES4], v: __m256i) {
+    const { assert!(std::mem::size_of::<T>() == 8) };
+    // SAFETY: `out` is 32 bytes to write, and the store takes any alignment.
+    unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) }
+}
+
+/// A vector of the lanes `lanes`.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(unsafe_code)]
+fn from_array4(lanes: [f64; LANES4]) -> __m256d {
+    // SAFETY: `lanes` is 32 bytes to read, and the load takes any alignment.
+    unsafe { _mm256_loadu_pd(lanes.as_ptr()) }
+}
+
+/// The lanes of `v`.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(unsafe_code)]
+fn to_array4(v: __m256d) -> [f64; LANES4] {
+    let mut out = [0.0; LANES4];
+    // SAFETY: `out` is 32 bytes to write, and the store takes any alignment.
+    unsafe { _mm256_storeu_pd(out.as_mut_ptr(), v) };
+    out
+}
+
+/// The entries at the four indexes `ix` of `prepared` (each checked
+/// against its length), field by field, as [`entries`] gives them: one
+/// 32-byte load an entry, then two unpacks and two permutes of halves
+/// turn the rows into columns.
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(unsafe_code)]
+fn entries4(prepared: &[Prepared], ix: &[u32; LANES4]) -> [__m256d; 4] {
+    let row = |k: usize| {
+        let e: *const Prepared = &prepared[ix[k] as usize];
+        // SAFETY: an entry is four doubles' worth of bytes (`Prepared`,
+        // `repr(C)`, 32 bytes) and the load takes any alignment.
+        unsafe { _mm256_loadu_pd(e.cast()) }
+    };
+    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+    // [h0 h1 f0 f1], [s0 s1 p0 p1], and the same of entries 2 and 3.
+    let (hf01, sp01) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
+    let (hf23, sp23) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
+    [
+        _mm256_permute2f128_pd::<0x20>(hf01, hf23),
+        _mm256_permute2f128_pd::<0x20>(sp01, sp23),
+        _mm256_permute2f128_pd::<0x31>(hf01, hf23),
+        _mm256_permute2f128_pd::<0x31>(sp01, sp23),
+    ]
+}
+
 /// `|y|`, lane by lane.
 #[target_feature(enable = "avx512f")]
 #[inline]
@@ -270,10 +471,19 @@ mod tests {
     use crate::testutil::splitmix;
     use crate::weights::fixed_weights6_by;
 
-    /// One batch through the kernel and through the baseline's, from the
-    /// same entries and counts: each weight and hash the same, each count
-    /// read kept and cleared where it was, no other count moved. The
-    /// counts are as they were before the kernel ran, in `tf`.
+    /// The kernels this processor has: AVX-512's, AVX2's.
+    fn levels() -> Vec<Simd> {
+        [Simd::Avx2, Simd::Avx512]
+            .into_iter()
+            .filter(|s| s.available())
+            .collect()
+    }
+
+    /// One batch through each kernel this processor has and through the
+    /// baseline's, from the same entries and counts: each weight and hash
+    /// the same, each count read kept and cleared where it was, no other
+    /// count moved. The counts are as they were before the kernels ran,
+    /// in `tf`.
     fn check(
         prepared: &[Prepared],
         tf: &mut [u8],
@@ -282,15 +492,37 @@ mod tests {
         first_gram: u32,
         what: &str,
     ) {
+        let before = tf.to_vec();
+        for simd in levels() {
+            tf.copy_from_slice(&before);
+            check_at(simd, prepared, tf, batch, counted, first_gram, what);
+        }
+    }
+
+    /// [`check`] of the kernel of `simd`.
+    fn check_at(
+        simd: Simd,
+        prepared: &[Prepared],
+        tf: &mut [u8],
+        batch: &[u32],
+        counted: [f64; 2],
+        first_gram: u32,
+        what: &str,
+    ) {
+        let what = &format!("{simd:?}, {what}");
         let n = batch.len();
         let before = tf.to_vec();
         let mut hashes = [0u64; WEIGH_BATCH];
         let mut out = [0i64; WEIGH_BATCH];
         let mut kept = vec![0u8; n];
-        // SAFETY: the callers checked that the processor has AVX-512.
+        let kernel = match simd {
+            Simd::Avx512 => weigh_prepared,
+            _ => weigh_prepared_avx2,
+        };
+        // SAFETY: `levels` gives only the levels the processor has.
         #[allow(unsafe_code)]
         unsafe {
-            weigh_prepared(
+            kernel(
                 prepared,
                 (tf, &mut kept),
                 batch,
@@ -330,7 +562,7 @@ mod tests {
     /// certifies and those it leaves to the series are the baseline's.
     #[test]
     fn weights_near_a_half_give_the_bits_of_the_baseline() {
-        if !Simd::Avx512.available() {
+        if levels().is_empty() {
             return;
         }
         let mut state = 17u64;
@@ -392,7 +624,7 @@ mod tests {
     /// weight and hash as the baseline's kernel gives it.
     #[test]
     fn eight_at_a_time_gives_the_bits_of_the_baseline() {
-        if !Simd::Avx512.available() {
+        if levels().is_empty() {
             return;
         }
         let mut state = 18u64;
