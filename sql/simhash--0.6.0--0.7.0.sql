@@ -598,7 +598,8 @@ BEGIN
     -- (simhash_skipped_in_order). By 4,096 rows at a time, in order: a
     -- row's earlier neighbours in earlier steps are settled by then (only
     -- the kept ones are paired), so the pairs held at once stay bounded
-    -- even when the batch is one text many times over.
+    -- even when the batch is one text many times over (the time does not:
+    -- m copies of one fingerprint in a step are m * m / 2 pairs).
     EXECUTE format('SELECT pg_catalog.max(simhash_n) FROM pg_temp.%I', work) INTO last_n;
     lo := 0;
     WHILE lo OPERATOR(pg_catalog.<) coalesce(last_n, 0) LOOP

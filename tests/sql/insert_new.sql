@@ -63,7 +63,7 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM lt) = (SELECT array_agg(id ORDER B
 
 -- More rows than one step of the pass within the batch (4,096 rows):
 -- groups of near-copies whose members lie in different steps, in an order
--- that mixes them, and one fingerprint 3,000 times.
+-- that mixes them, and one fingerprint 300 times.
 CREATE TABLE lb (id bigint PRIMARY KEY, fp simhash64);
 SELECT count(*) FROM simhash_add_bands('lb', 'fp', '4x16');
 CREATE TABLE lb_one (LIKE lb);
@@ -73,7 +73,7 @@ CREATE TABLE lb_src AS
 SELECT i AS id, (hashint8extended(i % 4500, 5) # (1::bigint << (i % 64)))::simhash64 AS fp, hashint4(i) AS seq
 FROM generate_series(1, 10000) i
 UNION ALL
-SELECT 10000 + i, 'abcdef0123456789'::simhash64, hashint4(10000 + i) FROM generate_series(1, 3000) i;
+SELECT 10000 + i, 'abcdef0123456789'::simhash64, hashint4(10000 + i) FROM generate_series(1, 300) i;
 SET client_min_messages = warning;  -- a NOTICE for each row the guard skips
 DO $$
 DECLARE r record;
