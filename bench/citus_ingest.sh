@@ -31,24 +31,11 @@ REPS=${REPS:-3}
 corpus=${1:-$ROOT/../shared/data/zh_short.jsonl.gz}
 [ -f "$corpus" ] || die "corpus not found: $corpus"
 
-CITUS_BENCH_DIR=${CITUS_BENCH_DIR:-/tmp/simhash-citus-bench-pg$PG_MAJOR}
-CITUS_BENCH_PORT=${CITUS_BENCH_PORT:-55450}
-[ "$CITUS_BENCH_DIR" != "/tmp/simhash-citus-pg$PG_MAJOR" ] \
-    || die "CITUS_BENCH_DIR is the test cluster's directory; pick another"
-citus_sh() {
-    SIMHASH_CITUS_DIR=$CITUS_BENCH_DIR SIMHASH_CITUS_PORT=$CITUS_BENCH_PORT "$ROOT/scripts/citus.sh" "$@"
-}
 work=$(mktemp -d)
-chmod 755 "$work"
 trap 'citus_sh destroy >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 log "a fresh Citus cluster in $CITUS_BENCH_DIR, $SHARDS shards; $SESSIONS sessions; this processor: $(instruction_set)"
-citus_sh destroy
-citus_sh start
-eval "$(citus_sh env)"
-export PGHOST PGPORT PGUSER PGDATABASE
-BENCH_DB=$PGDATABASE
+citus_bench_db
 q() { psql_db "$@"; }
-q -c "SET client_min_messages = warning" -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
 
 copy_text_of "$corpus" > "$work/data"
 docs=$(wc -l < "$work/data")

@@ -40,22 +40,9 @@ CITUS=${CITUS:-}
 SHARDS=${SHARDS:-32}
 work=$(mktemp -d)
 if [ -n "$CITUS" ]; then
-    CITUS_BENCH_DIR=${CITUS_BENCH_DIR:-/tmp/simhash-citus-bench-pg$PG_MAJOR}
-    CITUS_BENCH_PORT=${CITUS_BENCH_PORT:-55450}
-    [ "$CITUS_BENCH_DIR" != "/tmp/simhash-citus-pg$PG_MAJOR" ] \
-        || die "CITUS_BENCH_DIR is the test cluster's directory; pick another"
-    citus_sh() {
-        SIMHASH_CITUS_DIR=$CITUS_BENCH_DIR SIMHASH_CITUS_PORT=$CITUS_BENCH_PORT "$ROOT/scripts/citus.sh" "$@"
-    }
     trap 'citus_sh destroy >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
     log "a fresh Citus cluster in $CITUS_BENCH_DIR (ports $CITUS_BENCH_PORT-$((CITUS_BENCH_PORT + 2))), $SHARDS shards"
-    citus_sh destroy
-    citus_sh start
-    eval "$(citus_sh env)"
-    export PGHOST PGPORT PGUSER PGDATABASE
-    BENCH_DB=$PGDATABASE
-    psql_db -c "SET client_min_messages = warning" \
-        -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
+    citus_bench_db
     distribute="SELECT create_distributed_table('ins_target', 'id', shard_count => $SHARDS);"
 else
     trap 'rm -rf "$work"' EXIT

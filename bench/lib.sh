@@ -39,3 +39,25 @@ instruction_set() {
     elif grep -qw avx2 /proc/cpuinfo; then echo "AVX2, no AVX-512"
     else echo "no AVX2"; fi
 }
+
+# A fresh Citus cluster of scripts/citus.sh for a benchmark (a coordinator
+# and two workers, in CITUS_BENCH_DIR, default /tmp/simhash-citus-bench-pgNN,
+# ports from CITUS_BENCH_PORT, default 55450), with the extension made
+# anew; exports PGHOST, PGPORT, PGUSER, PGDATABASE and sets BENCH_DB.
+# `citus_sh destroy` removes it (the caller's EXIT trap).
+CITUS_BENCH_DIR=${CITUS_BENCH_DIR:-/tmp/simhash-citus-bench-pg$PG_MAJOR}
+CITUS_BENCH_PORT=${CITUS_BENCH_PORT:-55450}
+citus_sh() {
+    SIMHASH_CITUS_DIR=$CITUS_BENCH_DIR SIMHASH_CITUS_PORT=$CITUS_BENCH_PORT "$ROOT/scripts/citus.sh" "$@"
+}
+citus_bench_db() {
+    [ "$CITUS_BENCH_DIR" != "/tmp/simhash-citus-pg$PG_MAJOR" ] \
+        || die "CITUS_BENCH_DIR is the test cluster's directory; pick another"
+    citus_sh destroy
+    citus_sh start
+    eval "$(citus_sh env)"
+    export PGHOST PGPORT PGUSER PGDATABASE
+    BENCH_DB=$PGDATABASE
+    psql_db -c "SET client_min_messages = warning" \
+        -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
+}
