@@ -453,6 +453,21 @@ CREATE FUNCTION simhash_skipped_in_order(later bigint[], earlier bigint[])
     AS 'MODULE_PATHNAME', 'simhash_skipped_in_order_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+CREATE FUNCTION simhash_near_pairs(n bigint[], fp bigint[], k integer)
+    RETURNS TABLE (later bigint, earlier bigint, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_near_pairs_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash_matches_query(query text, n bigint[], fp bigint[], k integer)
+    RETURNS TABLE (n bigint, key bigint, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_matches_query_wrapper'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows double precision, k integer)
+    RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_load_scans_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer DEFAULT 3,
                                    order_by text DEFAULT NULL, fp_col name DEFAULT 'fp',
                                    key_col name DEFAULT 'id', skipped_into regclass DEFAULT NULL,
@@ -473,8 +488,11 @@ DECLARE
     verify_ts text := '';
     work text := 'simhash_insert_new_' || pg_backend_pid();
     citus_target boolean := false;
-    last_n bigint;
-    lo bigint;
+    check_mode text;
+    scan boolean := false;
+    target_rows real;
+    batch_rows bigint;
+    verify_pairs text := '';
     n_in bigint;
     n_skip bigint;
 BEGIN
@@ -539,10 +557,16 @@ BEGIN
         EXECUTE format('DROP TABLE pg_temp.%I', work);  -- left by a call that failed
     END IF;
     BEGIN
-        EXECUTE format('CREATE TEMP TABLE %I AS SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
+        -- simhash_first: the first row of the batch with the same
+        -- fingerprint (and text, when verifying), an exact copy's
+        -- stand-in: copies are settled by it, not paired (m copies in
+        -- one batch would make m * m / 2 pairs).
+        EXECUTE format('CREATE TEMP TABLE %I AS SELECT q.*, pg_catalog.min(q.simhash_n) OVER (PARTITION BY q.simhash_fp%s) AS simhash_first '
+                       'FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
                        '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
-                       'NULL::integer AS simhash_dist FROM (%s) s',
-                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+                       'NULL::integer AS simhash_dist FROM (%s) s) q',
+                       work, CASE WHEN text_col IS NOT NULL THEN format(', q.%I', text_col) ELSE '' END,
+                       coalesce(order_by, '(SELECT 1)'), fp_expr, src);
     EXCEPTION WHEN undefined_column OR datatype_mismatch OR cannot_coerce THEN
         RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: %', target, SQLERRM
             USING ERRCODE = '42804',
@@ -551,7 +575,7 @@ BEGIN
     EXECUTE format('SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), '', '' ORDER BY a.attnum)
                       FROM pg_attribute a JOIN pg_attribute w ON w.attrelid = %L::regclass AND w.attname = a.attname
                      WHERE a.attrelid = %L::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''''
-                       AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'')',
+                       AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'', ''simhash_first'')',
                    'pg_temp.' || quote_ident(work), target) INTO cols;
     IF cols IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attribute w ON w.attname = a.attname
                                    WHERE a.attrelid = target AND a.attname = key_col
@@ -559,21 +583,42 @@ BEGIN
         RAISE EXCEPTION 'simhash_insert_new: the source has no column of % (the key "%" at least)', target, key_col
             USING ERRCODE = '42804';
     END IF;
-    -- The work table's indexes, before any of its rows is updated: an
+    -- The work table's index, before any of its rows is updated: an
     -- index made after an update in the same transaction would be of no
-    -- use to it (PostgreSQL's indcheckxmin), and every pair would be
-    -- compared (47 s against 0.3 s for 20,000 rows in bench/insert_new.sh).
-    -- Its rows by their place in the order, and its band indexes.
+    -- use to it (PostgreSQL's indcheckxmin).
     EXECUTE format('CREATE UNIQUE INDEX ON pg_temp.%I (simhash_n)', work);
-    PERFORM @extschema@.simhash_add_bands(('pg_temp.' || quote_ident(work))::regclass, 'simhash_fp', '4x16');
     EXECUTE format('ANALYZE pg_temp.%I', work);
-    -- Within k of a row of the target: the band indexes answer.
-    IF NOT citus_target THEN
+    -- Within k of a row of the target (only the first of each set of
+    -- copies is checked): by reading the target once against the batch
+    -- held in memory, or through the target's band indexes, whichever
+    -- simhash.load_check says or the estimate finds cheaper.
+    IF NOT citus_target AND text_col IS NULL THEN
+        check_mode := coalesce(lower(current_setting('simhash.load_check', true)), 'auto');
+        IF check_mode = 'auto' THEN
+            SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
+            EXECUTE format('SELECT pg_catalog.count(*) FROM pg_temp.%I WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n', work)
+                INTO batch_rows;
+            -- A table never analyzed (reltuples -1): probe.
+            scan := target_rows OPERATOR(pg_catalog.>=) 0
+                    AND @extschema@.simhash_load_scans(target_rows, batch_rows, k);
+        ELSE
+            scan := check_mode = 'scan';
+        END IF;
+    END IF;
+    IF scan THEN
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.distance
+                          FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                                  FROM pg_temp.%1$I WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) a,
+                               LATERAL @extschema@.simhash_matches_query(%2$L, a.ns, a.fps, %3$s) m
+                         WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
+                       work, format('SELECT t.%I::pg_catalog.int8, t.%I FROM %s t', key_col, fp_col, target), k);
+    ELSIF NOT citus_target THEN
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                           FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
                                   FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
                                        WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
-                                       LIMIT 1) t) m
+                                       LIMIT 1) t
+                                 WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
                          WHERE s.simhash_n = m.simhash_n',
                        work, key_col, fp_col, target, k, verify_ts);
     ELSE
@@ -584,42 +629,46 @@ BEGIN
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                           FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
                                   FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                          FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I) s2
+                                          FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I
+                                                             WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
                                             ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
                                  ORDER BY c.simhash_n, c.key) m
                          WHERE s.simhash_n = m.simhash_n',
                        work, key_col, fp_col, target, k, verify_ts,
                        CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
     END IF;
-    -- Within k of an earlier kept row of the source: the pairs of
-    -- neighbours among the rows the target left (each row's earlier
-    -- neighbours through the work table's band indexes), then, in order,
-    -- each row with an earlier neighbour that was kept is skipped
-    -- (simhash_skipped_in_order). By 4,096 rows at a time, in order: a
-    -- row's earlier neighbours in earlier steps are settled by then (only
-    -- the kept ones are paired), so the pairs held at once stay bounded
-    -- even when the batch is one text many times over (the time does not:
-    -- m copies of one fingerprint in a step are m * m / 2 pairs).
-    EXECUTE format('SELECT pg_catalog.max(simhash_n) FROM pg_temp.%I', work) INTO last_n;
-    lo := 0;
-    WHILE lo OPERATOR(pg_catalog.<) coalesce(last_n, 0) LOOP
-        EXECUTE format(
-            'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
-                    simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
-               FROM (SELECT r.skipped, r.matched
-                       FROM (SELECT pg_catalog.array_agg(y.simhash_n) AS later, pg_catalog.array_agg(x.simhash_n) AS earlier
-                               FROM pg_temp.%1$I y JOIN pg_temp.%1$I x
-                                 ON x.simhash_fp OPERATOR(@extschema@.<~>) y.simhash_fp OPERATOR(pg_catalog.<=) %3$s
-                                AND x.simhash_n OPERATOR(pg_catalog.<) y.simhash_n
-                              WHERE y.simhash_n OPERATOR(pg_catalog.>) $1 AND y.simhash_n OPERATOR(pg_catalog.<=) $2
-                                AND NOT x.simhash_skip AND NOT y.simhash_skip %4$s) p,
-                            LATERAL @extschema@.simhash_skipped_in_order(p.later, p.earlier) r) r,
-                    pg_temp.%1$I m
-              WHERE s.simhash_n = r.skipped AND m.simhash_n = r.matched',
-            work, key_col, k, verify_xy)
-        USING lo, lo OPERATOR(pg_catalog.+) 4096;
-        lo := lo OPERATOR(pg_catalog.+) 4096;
-    END LOOP;
+    -- Within k of an earlier kept row of the batch: the pairs within k
+    -- among the rows the target left (first copies only), found in memory
+    -- (simhash_near_pairs) and verified on their texts when asked, then,
+    -- in order, each row with an earlier neighbour that was kept is
+    -- skipped (simhash_skipped_in_order).
+    IF text_col IS NOT NULL THEN
+        verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
+                                 JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
+                                WHERE true %2$s', work, verify_xy);
+    END IF;
+    EXECUTE format(
+        'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
+                simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
+           FROM (SELECT r.skipped, r.matched
+                   FROM (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
+                           FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                                   FROM pg_temp.%1$I
+                                  WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a,
+                                LATERAL @extschema@.simhash_near_pairs(a.ns, a.fps, %3$s) p %4$s) q,
+                        LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r) r,
+                pg_temp.%1$I m
+          WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
+        work, key_col, k, verify_pairs);
+    -- Each later copy: skipped for its first copy when that was kept (the
+    -- earliest kept row it matches), else for what the first copy matched.
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
+                           simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$I::bigint END,
+                           simhash_dist = CASE WHEN f.simhash_skip THEN f.simhash_dist ELSE 0 END
+                      FROM pg_temp.%1$I f
+                     WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
+                       AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
+                   work, key_col);
     EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
                    target, cols, cols, work);
     GET DIAGNOSTICS n_in = ROW_COUNT;

@@ -51,7 +51,7 @@ fn simhash_clusters_query(
             };
             let (key_type, fp_type) = match shape {
                 Some(shape) => shape,
-                None => *shape.insert(query_shape(&batch, simhash64)),
+                None => *shape.insert(query_shape("simhash_clusters_query", &batch, simhash64)),
             };
             if batch.is_empty() {
                 break;
@@ -140,7 +140,7 @@ fn cluster_memory(client: &pgrx::spi::SpiClient<'_>) -> (i64, String) {
 
 /// The OID of the extension's `simhash64` type, looked up through the
 /// catalogs (never the caller's search_path).
-fn simhash64_type(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
+pub(crate) fn simhash64_type(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
     client
         .select(
             "SELECT t.oid FROM pg_catalog.pg_type t \
@@ -160,7 +160,8 @@ fn simhash64_type(client: &pgrx::spi::SpiClient<'_>) -> Option<pg_sys::Oid> {
 /// The types of a clustering query's two columns: the key (smallint,
 /// integer or bigint) and the fingerprint (simhash64 or bigint). Anything
 /// else is a 42804 error naming what is expected.
-fn query_shape(
+pub(crate) fn query_shape(
+    what: &str,
     batch: &pgrx::spi::SpiTupleTable<'_>,
     simhash64: Option<pg_sys::Oid>,
 ) -> (pg_sys::Oid, pg_sys::Oid) {
@@ -176,7 +177,7 @@ fn query_shape(
             let found: Vec<String> = (1..=columns)
                 .map(|n| type_of(n).map_or_else(|| "?".into(), type_name))
                 .collect();
-            errors::cluster_query_shape(&found)
+            errors::cluster_query_shape(what, &found)
         }
     }
 }
@@ -205,7 +206,7 @@ fn type_name(oid: pg_sys::Oid) -> String {
 
 /// The value of a smallint, integer, bigint or simhash64 datum: all are
 /// passed by value, a simhash64 with the bits of a bigint.
-fn integer(datum: pg_sys::Datum, ty: pg_sys::Oid) -> i64 {
+pub(crate) fn integer(datum: pg_sys::Datum, ty: pg_sys::Oid) -> i64 {
     match ty {
         pg_sys::INT2OID => i64::from(datum.value() as i16),
         pg_sys::INT4OID => i64::from(datum.value() as i32),

@@ -147,10 +147,10 @@ pub fn out_of_memory(what: &str, items: usize) -> ! {
 }
 
 /// 42804: a clustering query whose rows are not (key, fingerprint).
-pub fn cluster_query_shape(found: &[String]) -> ! {
+pub fn cluster_query_shape(what: &str, found: &[String]) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-        "simhash_clusters_query: the query must return two columns, a key and a fingerprint".into(),
+        format!("{what}: the query must return two columns, a key and a fingerprint"),
         Some(returns(found)),
         Some("Return the key as smallint, integer or bigint and the fingerprint as simhash64 or bigint, in that order."),
     )
@@ -235,6 +235,26 @@ pub fn pair_arrays_mismatch(later: usize, earlier: usize) -> ! {
         format!("simhash_skipped_in_order: {later} later rows but {earlier} earlier ones"),
         None,
         Some("Pass array_agg(later) and array_agg(earlier) of the same pairs."),
+    )
+}
+
+/// 22023: two arrays of one batch of different lengths.
+pub fn batch_arrays_mismatch(what: &str, n: usize, fps: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("{what}: {n} rows but {fps} fingerprints"),
+        None,
+        Some("Pass array_agg(n) and array_agg(fingerprint) of the same rows, in the same order."),
+    )
+}
+
+/// 22023: a load's distance out of the range the band indexes answer.
+pub fn load_distance_out_of_range(what: &str, k: i32, max: u32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("{what}: k must be from 0 to {max}, not {k}"),
+        None,
+        None,
     )
 }
 

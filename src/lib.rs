@@ -56,6 +56,7 @@ pub extern "C-unwind" fn _PG_init() {
     rewrite::install();
     functions::install();
     verify::install();
+    load::install();
     deferred::install();
     // SAFETY: a plain read of a flag PostgreSQL sets while preloading.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {

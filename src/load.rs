@@ -1,11 +1,17 @@
-//! `simhash_skipped_in_order()`: the glue of `simhash_insert_new`'s
-//! ordering rule. The batch's pairs of neighbours come in as two arrays;
-//! which rows one-at-a-time guarded inserts would skip comes out
+//! The glue of `simhash_insert_new`: the batch's pairs within `k`
+//! (`simhash_near_pairs`, [`simhash_core::near`]), its check against a
+//! target read once (`simhash_matches_query`) or probed (chosen by
+//! `simhash.load_check` and `simhash_load_scans`), and the ordering rule:
+//! the batch's pairs of neighbours come in as two arrays, and which rows
+//! one-at-a-time guarded inserts would skip comes out
 //! ([`simhash_core::guard::skipped_in_order`]).
 
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
+use simhash_core::near::{pairs_within, scan_is_cheaper, BandSet, MAX_BATCH};
+use simhash_core::probe::MAX_PROBED_K;
 
-use crate::errors;
+use crate::{clusters, errors};
 
 /// Each skipped row of a batch with the earlier kept row it matched, from
 /// the pairs `(later[i], earlier[i])` of neighbours in the batch's order.
@@ -25,4 +31,168 @@ fn simhash_skipped_in_order(
         .filter_map(|(y, x)| Some((y?, x?)))
         .collect();
     TableIterator::new(simhash_core::guard::skipped_in_order(&mut pairs))
+}
+
+/// `simhash.load_check`: how `simhash_insert_new` checks a batch against
+/// its target.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LoadCheck {
+    /// Whichever the cost estimate finds cheaper.
+    #[name = c"auto"]
+    Auto,
+    /// Read the target once against the batch held in memory.
+    #[name = c"scan"]
+    Scan,
+    /// Probe the target's band indexes once per batch row.
+    #[name = c"probe"]
+    Probe,
+}
+
+/// The setting behind `simhash.load_check`.
+pub static LOAD_CHECK: GucSetting<LoadCheck> = GucSetting::<LoadCheck>::new(LoadCheck::Auto);
+
+/// Defines `simhash.load_check` (once per process, from `_PG_init`).
+pub fn install() {
+    GucRegistry::define_enum_guc(
+        c"simhash.load_check",
+        c"How simhash_insert_new checks a batch against its target: auto, scan or probe.",
+        c"scan reads the target once against the batch held in memory; probe looks each batch row up in the target's band indexes; auto takes the cheaper by estimate. Verified loads and Citus targets always probe.",
+        &LOAD_CHECK,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// The positions of a batch given as two arrays of the same length
+/// (`n`, `fp`), without the rows where either is NULL.
+fn batch_of(what: &str, n: &Array<'_, i64>, fp: &Array<'_, i64>) -> (Vec<i64>, Vec<u64>) {
+    if n.len() != fp.len() {
+        errors::batch_arrays_mismatch(what, n.len(), fp.len());
+    }
+    if n.len() > MAX_BATCH {
+        errors::out_of_memory(what, n.len());
+    }
+    let (mut ns, mut fps) = (Vec::new(), Vec::new());
+    if ns.try_reserve(n.len()).is_err() || fps.try_reserve(n.len()).is_err() {
+        errors::out_of_memory(what, n.len());
+    }
+    for (n, fp) in n.iter().zip(fp.iter()) {
+        if let (Some(n), Some(fp)) = (n, fp) {
+            ns.push(n);
+            fps.push(fp as u64);
+        }
+    }
+    (ns, fps)
+}
+
+/// The index of a batch's fingerprints for `k`, refusing a `k` out of range.
+fn band_set(what: &str, fps: &[u64], k: i32) -> BandSet {
+    let set = u32::try_from(k).ok().and_then(|k| BandSet::new(fps, k));
+    set.unwrap_or_else(|| errors::load_distance_out_of_range(what, k, MAX_PROBED_K))
+}
+
+/// Every pair of rows of a batch (`n[i]`, `fp[i]`) within `k` of each
+/// other: `(later, earlier)` by `n`, with their distance. For
+/// `simhash_insert_new`'s pass within the batch.
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_near_pairs(
+    n: Array<'_, i64>,
+    fp: Array<'_, i64>,
+    k: i32,
+) -> TableIterator<'static, (name!(later, i64), name!(earlier, i64), name!(distance, i32))> {
+    let (ns, fps) = batch_of("simhash_near_pairs", &n, &fp);
+    if !(0..=MAX_PROBED_K as i32).contains(&k) {
+        errors::load_distance_out_of_range("simhash_near_pairs", k, MAX_PROBED_K);
+    }
+    let pairs = pairs_within(&fps, k as u32, &mut || {
+        pgrx::check_for_interrupts!();
+        true
+    })
+    .unwrap_or_else(|| unreachable!("k was checked and the check never stops the search"));
+    TableIterator::new(pairs.into_iter().map(move |(i, j, d)| {
+        let (a, b) = (ns[i as usize], ns[j as usize]);
+        (a.max(b), a.min(b), d as i32)
+    }))
+}
+
+/// Rows fetched from the target's query at a time.
+const FETCH: i64 = 50_000;
+
+/// Reads `(key, fp)` rows from `query` (the target) once and returns,
+/// for each row of the batch (`n[i]`, `fp[i]`) within `k` of one of
+/// them, the smallest such key and its distance. For `simhash_insert_new`'s
+/// check of a batch against a target much smaller than
+/// `batch rows * band index probe`.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile, strict, parallel_unsafe, sql = false)]
+fn simhash_matches_query(
+    query: &str,
+    n: Array<'_, i64>,
+    fp: Array<'_, i64>,
+    k: i32,
+) -> TableIterator<'static, (name!(n, i64), name!(key, i64), name!(distance, i32))> {
+    let (ns, fps) = batch_of("simhash_matches_query", &n, &fp);
+    let set = band_set("simhash_matches_query", &fps, k);
+    drop(fps);
+    let mut best: Vec<Option<(i64, u32)>> = Vec::new();
+    if best.try_reserve(ns.len()).is_err() {
+        errors::out_of_memory("simhash_matches_query", ns.len());
+    }
+    best.resize(ns.len(), None);
+    Spi::connect(|client| {
+        let simhash64 = clusters::simhash64_type(client);
+        let mut cursor = match client.try_open_cursor(query, &[]) {
+            Ok(cursor) => cursor,
+            Err(e) => errors::spi_failed("simhash_matches_query", &e),
+        };
+        let mut shape = None;
+        loop {
+            let mut batch = match cursor.fetch(FETCH) {
+                Ok(batch) => batch,
+                Err(e) => errors::spi_failed("simhash_matches_query", &e),
+            };
+            let (key_type, fp_type) = match shape {
+                Some(shape) => shape,
+                None => *shape.insert(clusters::query_shape(
+                    "simhash_matches_query",
+                    &batch,
+                    simhash64,
+                )),
+            };
+            if batch.is_empty() {
+                break;
+            }
+            while batch.next().is_some() {
+                let key = batch.get_datum_by_ordinal(1).ok().flatten();
+                let fp = batch.get_datum_by_ordinal(2).ok().flatten();
+                if let (Some(key), Some(fp)) = (key, fp) {
+                    let key = clusters::integer(key, key_type);
+                    set.within(clusters::integer(fp, fp_type) as u64, |pos, d| {
+                        let slot = &mut best[pos as usize];
+                        if slot.is_none_or(|(k0, _)| key < k0) {
+                            *slot = Some((key, d));
+                        }
+                    });
+                }
+            }
+            // SAFETY: as in simhash_clusters_query: the batch just read,
+            // not read again.
+            unsafe { pgrx::pg_sys::SPI_freetuptable(pgrx::pg_sys::SPI_tuptable) };
+            pgrx::check_for_interrupts!();
+        }
+    });
+    TableIterator::new(
+        ns.into_iter()
+            .zip(best)
+            .filter_map(|(n, best)| best.map(|(key, d)| (n, key, d as i32))),
+    )
+}
+
+/// Whether `simhash_insert_new` should read the target once rather than
+/// probe its band indexes per batch row, by the core's estimate
+/// (`simhash_core::near::scan_is_cheaper`).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_load_scans(target_rows: f64, batch_rows: f64, k: i32) -> bool {
+    u32::try_from(k).is_ok_and(|k| scan_is_cheaper(target_rows, batch_rows, k))
 }

@@ -14,7 +14,10 @@ INSERT INTO ld_src VALUES
     (13, '0f0f0f0f0f0f0f38', 'near 12 only', 3),    -- 4 bits from 12, 5 from 11: kept (12 was not)
     (14, '0f0f0f0f0f0f0f39', 'near 13', 4),         -- skipped: 1 bit from 13
     (15, 'abcdefabcdefabcd', 'new b', 6),
-    (16, 'abcdefabcdefabcd', 'same as b', 7);
+    (16, 'abcdefabcdefabcd', 'same as b', 7),
+    (17, '00000000000000fe', 'same as 10', 8),      -- skipped: 1 bit from row 1, as 10
+    (18, '0f0f0f0f0f0f0f0e', 'same as 12', 9),      -- skipped: 1 bit from 11, as 12
+    (19, 'abcdefabcdefabcd', 'same as b again', 0); -- first of its copies: kept, 15 and 16 skipped for it
 CREATE TABLE ld_skips (skipped bigint, matched bigint, distance integer);
 -- One at a time, through the guard, into a copy.
 CREATE TABLE ld_one (LIKE ld);
@@ -32,6 +35,16 @@ SELECT * FROM simhash_insert_new('ld', 'ld_src', 3, 'seq', skipped_into => 'ld_s
 SELECT array_agg(id ORDER BY id) AS loaded FROM ld;
 SELECT (SELECT array_agg(id ORDER BY id) FROM ld) = (SELECT array_agg(id ORDER BY id) FROM ld_one) AS same_as_one_at_a_time;
 SELECT * FROM ld_skips ORDER BY skipped;
+-- The same load with the target read once against the batch in memory
+-- (simhash.load_check = scan) rather than probed: the same rows, the
+-- same report.
+DELETE FROM ld WHERE id >= 10;
+CREATE TABLE ld_skips_scan (LIKE ld_skips);
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('ld', 'ld_src', 3, 'seq', skipped_into => 'ld_skips_scan');
+RESET simhash.load_check;
+SELECT (SELECT array_agg(id ORDER BY id) FROM ld) = (SELECT array_agg(id ORDER BY id) FROM ld_one) AS scan_same_as_one_at_a_time,
+       (SELECT array_agg(s::text ORDER BY s::text) FROM ld_skips s) = (SELECT array_agg(s::text ORDER BY s::text) FROM ld_skips_scan s) AS scan_same_report;
 -- Another order, another answer, still that of one-at-a-time inserts.
 DELETE FROM ld WHERE id >= 10;
 CREATE TEMP VIEW ld_src_view AS SELECT * FROM ld_src;
@@ -61,19 +74,22 @@ SELECT * FROM simhash_insert_new('lt', 'lt_src', 11, 'id', text_col => 'body');
 SELECT (SELECT array_agg(id ORDER BY id) FROM lt) = (SELECT array_agg(id ORDER BY id) FROM lt_one) AS verified_same_as_one_at_a_time,
        (SELECT count(*) FROM lt WHERE id > 300) AS loaded;
 
--- More rows than one step of the pass within the batch (4,096 rows):
--- groups of near-copies whose members lie in different steps, in an order
--- that mixes them, and one fingerprint 300 times.
+-- Groups of near-copies in an order that mixes them, copies of target
+-- rows, and one fingerprint 3,000 times (copies are settled by their
+-- first, not paired: 3,000 copies took 6 minutes when they were paired),
+-- probed and scanned.
 CREATE TABLE lb (id bigint PRIMARY KEY, fp simhash64);
 SELECT count(*) FROM simhash_add_bands('lb', 'fp', '4x16');
 CREATE TABLE lb_one (LIKE lb);
 SELECT count(*) FROM simhash_add_bands('lb_one', 'fp', '4x16');
 SELECT simhash_add_guard('lb_one', 'fp', 3, 'skip');
+INSERT INTO lb SELECT -i, (hashint8extended(i, 5) # 7)::simhash64 FROM generate_series(1, 200) i;
+INSERT INTO lb_one SELECT * FROM lb;
 CREATE TABLE lb_src AS
 SELECT i AS id, (hashint8extended(i % 4500, 5) # (1::bigint << (i % 64)))::simhash64 AS fp, hashint4(i) AS seq
 FROM generate_series(1, 10000) i
 UNION ALL
-SELECT 10000 + i, 'abcdef0123456789'::simhash64, hashint4(10000 + i) FROM generate_series(1, 300) i;
+SELECT 10000 + i, 'abcdef0123456789'::simhash64, hashint4(10000 + i) FROM generate_series(1, 3000) i;
 SET client_min_messages = warning;  -- a NOTICE for each row the guard skips
 DO $$
 DECLARE r record;
@@ -83,9 +99,28 @@ BEGIN
     END LOOP;
 END $$;
 RESET client_min_messages;
-SELECT * FROM simhash_insert_new('lb', 'lb_src', 3, 'seq');
-SELECT (SELECT array_agg(id ORDER BY id) FROM lb) = (SELECT array_agg(id ORDER BY id) FROM lb_one) AS steps_same_as_one_at_a_time,
-       (SELECT count(*) FROM lb WHERE id > 10000) AS copies_of_one_kept;
+CREATE TABLE lb_skips (skipped bigint, matched bigint, distance integer);
+CREATE TABLE lb_skips_scan (LIKE lb_skips);
+SET simhash.load_check = probe;
+SELECT * FROM simhash_insert_new('lb', 'lb_src', 3, 'seq', skipped_into => 'lb_skips');
+SELECT (SELECT array_agg(id ORDER BY id) FROM lb) = (SELECT array_agg(id ORDER BY id) FROM lb_one) AS probed_same_as_one_at_a_time,
+       (SELECT count(*) FROM lb WHERE id > 10000) AS copies_of_one_kept,
+       (SELECT count(*) FROM lb_skips WHERE matched < 0) AS skipped_for_the_target;
+DELETE FROM lb WHERE id > 0;
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('lb', 'lb_src', 3, 'seq', skipped_into => 'lb_skips_scan');
+RESET simhash.load_check;
+SELECT (SELECT array_agg(id ORDER BY id) FROM lb) = (SELECT array_agg(id ORDER BY id) FROM lb_one) AS scanned_same_as_one_at_a_time,
+       (SELECT array_agg(s::text ORDER BY s::text) FROM lb_skips s) = (SELECT array_agg(s::text ORDER BY s::text) FROM lb_skips_scan s) AS scanned_same_report,
+       (SELECT bool_and(distance <= 3) FROM lb_skips) AS every_match_within_k;
+-- The load's building blocks refuse what they cannot do.
+SELECT q, outcome(q) FROM unnest(ARRAY[
+    $$SELECT * FROM simhash_near_pairs(ARRAY[1, 2], ARRAY[5], 3)$$,
+    $$SELECT * FROM simhash_near_pairs(ARRAY[1], ARRAY[5], 12)$$,
+    $$SELECT * FROM simhash_matches_query('SELECT 1', ARRAY[1], ARRAY[5], 3)$$,
+    $$SELECT * FROM simhash_matches_query('SELECT id, fp FROM lb', ARRAY[1], ARRAY[5], -1)$$,
+    $$SELECT * FROM simhash_skipped_in_order(ARRAY[1, 2], ARRAY[1])$$]) q;
+SELECT * FROM simhash_near_pairs(ARRAY[7, 3, 9, NULL], ARRAY[0, 1, 3, 0], 1) ORDER BY 1, 2;
 
 -- Bad input, each with its SQLSTATE.
 CREATE TABLE lt_nobands (id bigint, fp simhash64);
@@ -105,4 +140,4 @@ SELECT q, outcome(q) FROM unnest(ARRAY[
     $$SELECT * FROM simhash_insert_new('lt', NULL, 3)$$]) q;
 
 DROP VIEW ld_src_view, lt_other_shape, lt_key_only;
-DROP TABLE ld, ld_src, ld_skips, ld_one, lt, lt_src, lt_one, lt_nobands, lb, lb_one, lb_src;
+DROP TABLE ld, ld_src, ld_skips, ld_skips_scan, ld_one, lb_skips, lb_skips_scan, lt, lt_src, lt_one, lt_nobands, lb, lb_one, lb_src;
