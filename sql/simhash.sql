@@ -866,7 +866,13 @@ CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows doub
 -- skipped_into, a table with columns (skipped bigint, matched bigint,
 -- distance integer) or wider, gets the key of each skipped row with the
 -- key it matched (of target, or of source). Target must have band indexes
--- that serve k (simhash_add_bands). Takes a SHARE ROW EXCLUSIVE lock on
+-- that serve k (simhash_add_bands). The check against the target either
+-- reads the target once against the batch held in memory or probes the
+-- band indexes once per batch row: the cheaper by estimate, or as
+-- simhash.load_check (auto, scan, probe) says; a verified load and a
+-- Citus target always probe. Exact copies within the batch (same
+-- fingerprint, and same text when verifying) are settled by their first
+-- row. Takes a SHARE ROW EXCLUSIVE lock on
 -- target, so concurrent loads and inserts wait: no pair within k gets in
 -- between the check and the insert. On a Citus table the check against
 -- the target runs on the workers; the source's rows are fingerprinted and
