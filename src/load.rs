@@ -8,7 +8,7 @@
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
-use simhash_core::near::{pairs_within, scan_is_cheaper, BandSet, MAX_BATCH};
+use simhash_core::near::{pairs_within, scan_is_cheaper, BandSet, NearError, MAX_BATCH};
 use simhash_core::probe::MAX_PROBED_K;
 
 use crate::{clusters, errors};
@@ -85,10 +85,23 @@ fn batch_of(what: &str, n: &Array<'_, i64>, fp: &Array<'_, i64>) -> (Vec<i64>, V
     (ns, fps)
 }
 
-/// The index of a batch's fingerprints for `k`, refusing a `k` out of range.
+/// The error of a batch that cannot be searched: `k` out of range (the
+/// batch's size is checked before), or no memory.
+fn near_failed(what: &str, e: NearError, k: i32, rows: usize) -> ! {
+    match e {
+        NearError::Refused => errors::load_distance_out_of_range(what, k, MAX_PROBED_K),
+        NearError::OutOfMemory => errors::out_of_memory(what, rows),
+        // The checks here never say stop: a cancel leaves by PostgreSQL's error.
+        NearError::Interrupted => unreachable!("never interrupted"),
+    }
+}
+
+/// The index of a batch's fingerprints for `k`.
 fn band_set(what: &str, fps: &[u64], k: i32) -> BandSet {
-    let set = u32::try_from(k).ok().and_then(|k| BandSet::new(fps, k));
-    set.unwrap_or_else(|| errors::load_distance_out_of_range(what, k, MAX_PROBED_K))
+    u32::try_from(k)
+        .map_err(|_| NearError::Refused)
+        .and_then(|k| BandSet::new(fps, k))
+        .unwrap_or_else(|e| near_failed(what, e, k, fps.len()))
 }
 
 /// Every pair of rows of a batch (`n[i]`, `fp[i]`) within `k` of each
@@ -109,7 +122,7 @@ fn simhash_near_pairs(
         pgrx::check_for_interrupts!();
         true
     })
-    .unwrap_or_else(|| unreachable!("k was checked and the check never stops the search"));
+    .unwrap_or_else(|e| near_failed("simhash_near_pairs", e, k, fps.len()));
     TableIterator::new(pairs.into_iter().map(move |(i, j, d)| {
         let (a, b) = (ns[i as usize], ns[j as usize]);
         (a.max(b), a.min(b), d as i32)

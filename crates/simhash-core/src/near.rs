@@ -36,18 +36,37 @@ pub struct BandSet {
 /// A batch larger than this (positions are 32-bit) is refused.
 pub const MAX_BATCH: usize = u32::MAX as usize;
 
+/// Why a batch cannot be searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NearError {
+    /// `k` above [`MAX_PROBED_K`], or more than [`MAX_BATCH`] rows.
+    Refused,
+    /// The allocator refused the memory (an error, not an abort).
+    OutOfMemory,
+    /// The caller's check said stop.
+    Interrupted,
+}
+
+/// A zeroed vector of `n` items, or [`NearError::OutOfMemory`].
+fn filled<T: Clone>(n: usize, value: T) -> Result<Vec<T>, NearError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| NearError::OutOfMemory)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 #[inline]
 fn band_of(fp: u64, b: u32) -> u16 {
     (fp >> (BAND_BITS * (BANDS - 1 - b))) as u16
 }
 
 impl BandSet {
-    /// Indexes `fps` for queries within `k` (at most [`MAX_PROBED_K`]).
-    /// `None` when `k` is larger or the batch has more than [`MAX_BATCH`]
-    /// fingerprints.
-    pub fn new(fps: &[u64], k: u32) -> Option<BandSet> {
+    /// Indexes `fps` for queries within `k` (at most [`MAX_PROBED_K`]):
+    /// 16 bytes a fingerprint per band. [`NearError::Refused`] when `k` is
+    /// larger or the batch has more than [`MAX_BATCH`] fingerprints.
+    pub fn new(fps: &[u64], k: u32) -> Result<BandSet, NearError> {
         if k > MAX_PROBED_K || fps.len() > MAX_BATCH {
-            return None;
+            return Err(NearError::Refused);
         }
         let radius = probe_radius(k);
         let masks = ball(0, BAND_BITS, radius)
@@ -59,15 +78,16 @@ impl BandSet {
         for b in 0..BANDS {
             // A counting sort by the band's value: stable, so each run
             // keeps the batch's order.
-            let mut start = vec![0u32; VALUES + 1];
+            let mut start = filled(VALUES + 1, 0u32)?;
             for &fp in fps {
                 start[band_of(fp, b) as usize + 1] += 1;
             }
             for v in 0..VALUES {
                 start[v + 1] += start[v];
             }
-            let mut next = start.clone();
-            let mut run = vec![(0u64, 0u32); fps.len()];
+            let mut next = filled(VALUES + 1, 0u32)?;
+            next.copy_from_slice(&start);
+            let mut run = filled(fps.len(), (0u64, 0u32))?;
             for (i, &fp) in fps.iter().enumerate() {
                 let slot = &mut next[band_of(fp, b) as usize];
                 run[*slot as usize] = (fp, i as u32);
@@ -76,7 +96,7 @@ impl BandSet {
             runs.push(run);
             starts.push(start);
         }
-        Some(BandSet {
+        Ok(BandSet {
             k,
             radius,
             masks,
@@ -113,27 +133,37 @@ impl BandSet {
 
 /// Every pair of positions `(later, earlier)` of `fps` within `k` of each
 /// other, with their distance, sorted. `check` is called every 65,536
-/// positions; when it returns `false` the search stops and `None` comes
-/// back. `None` too when [`BandSet::new`] refuses the batch.
+/// positions; when it returns `false` the search stops with
+/// [`NearError::Interrupted`]. The pairs take 12 bytes each.
 pub fn pairs_within(
     fps: &[u64],
     k: u32,
     check: &mut impl FnMut() -> bool,
-) -> Option<Vec<(u32, u32, u32)>> {
+) -> Result<Vec<(u32, u32, u32)>, NearError> {
     let set = BandSet::new(fps, k)?;
-    let mut pairs = Vec::new();
+    let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
+    let mut full = false;
     for (i, &fp) in fps.iter().enumerate() {
         if i % 65_536 == 65_535 && !check() {
-            return None;
+            return Err(NearError::Interrupted);
         }
         set.within(fp, |j, d| {
-            if (j as usize) < i {
+            if (j as usize) < i && !full {
+                if pairs.len() == pairs.capacity()
+                    && pairs.try_reserve(pairs.len().max(1024)).is_err()
+                {
+                    full = true;
+                    return;
+                }
                 pairs.push((i as u32, j, d));
             }
         });
+        if full {
+            return Err(NearError::OutOfMemory);
+        }
     }
     pairs.sort_unstable();
-    Some(pairs)
+    Ok(pairs)
 }
 
 /// The estimated costs behind [`scan_is_cheaper`], in nanoseconds, from
@@ -167,9 +197,14 @@ pub fn scan_is_cheaper(target_rows: f64, batch_rows: f64, k: u32) -> bool {
     }
     let lookups = f64::from(BANDS) * ball(0, BAND_BITS, probe_radius(k)).len() as f64;
     let per_value = VALUES as f64;
-    let scan = target_rows
-        * (cost::SCAN_ROW + lookups * (cost::LOOKUP + batch_rows / per_value * cost::COMPARE));
-    let probe = batch_rows * lookups * (cost::PROBE + target_rows / per_value * cost::HEAP_ROW);
+    // Rows per band value, fuller than uniform by the skew.
+    let (batch_run, target_run) = (
+        batch_rows / per_value * cost::SKEW,
+        target_rows / per_value * cost::SKEW,
+    );
+    let scan =
+        target_rows * (cost::SCAN_ROW + lookups * (cost::LOOKUP + batch_run * cost::COMPARE));
+    let probe = batch_rows * lookups * (cost::PROBE + target_run * cost::HEAP_ROW);
     scan < probe
 }
 
@@ -268,8 +303,11 @@ mod tests {
 
     #[test]
     fn refuses_and_stops() {
-        assert!(BandSet::new(&[1, 2], MAX_PROBED_K + 1).is_none());
-        assert_eq!(pairs_within(&[], 3, &mut || false), Some(vec![]));
+        assert!(matches!(
+            BandSet::new(&[1, 2], MAX_PROBED_K + 1),
+            Err(NearError::Refused)
+        ));
+        assert_eq!(pairs_within(&[], 3, &mut || false), Ok(vec![]));
         let fps: Vec<u64> = (0..70_000u64)
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
             .collect();
@@ -279,7 +317,7 @@ mod tests {
                 calls += 1;
                 false
             }),
-            None
+            Err(NearError::Interrupted)
         );
         assert_eq!(calls, 1);
     }
