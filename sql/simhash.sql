@@ -847,8 +847,11 @@ CREATE FUNCTION simhash_matches_query(query text, n bigint[], fp bigint[], k int
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 -- Whether simhash_insert_new reads the target once rather than probe its
--- band indexes per batch row: the cheaper by estimate.
-CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows double precision, k integer)
+-- band indexes per batch row: the cheaper by estimate. A target in
+-- several shards (Citus) is probed in each of them, and read through the
+-- node that runs the load.
+CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows double precision, k integer,
+                                   shards integer DEFAULT 1)
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_load_scans_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
@@ -869,8 +872,10 @@ CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows doub
 -- that serve k (simhash_add_bands). The check against the target either
 -- reads the target once against the batch held in memory or probes the
 -- band indexes once per batch row: the cheaper by estimate, or as
--- simhash.load_check (auto, scan, probe) says; a verified load and a
--- Citus target always probe. Exact copies within the batch (same
+-- simhash.load_check (auto, scan, probe) says; a verified load always
+-- probes. On Citus the scan reads (key, fingerprint) of every shard
+-- through the node that runs the load; the probe runs on the workers.
+-- Exact copies within the batch (same
 -- fingerprint, and same text when verifying) are settled by their first
 -- row. Takes a SHARE ROW EXCLUSIVE lock on
 -- target, so concurrent loads and inserts wait: no pair within k gets in
@@ -900,7 +905,8 @@ DECLARE
     citus_target boolean := false;
     check_mode text;
     scan boolean := false;
-    target_rows real;
+    target_rows double precision;
+    shards integer := 1;
     batch_rows bigint;
     verify_pairs text := '';
     n_in bigint;
@@ -1002,15 +1008,26 @@ BEGIN
     -- copies is checked): by reading the target once against the batch
     -- held in memory, or through the target's band indexes, whichever
     -- simhash.load_check says or the estimate finds cheaper.
-    IF NOT citus_target AND text_col IS NULL THEN
+    IF text_col IS NULL THEN
         check_mode := coalesce(lower(current_setting('simhash.load_check', true)), 'auto');
         IF check_mode = 'auto' THEN
-            SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
+            IF citus_target THEN
+                -- The rows of every shard, as its node's statistics have them;
+                -- a shard never analyzed makes the sum unknown.
+                EXECUTE 'SELECT pg_catalog.count(*)::integer,
+                                CASE WHEN pg_catalog.bool_and(x OPERATOR(pg_catalog.>=) 0) THEN pg_catalog.sum(x) ELSE -1 END
+                           FROM (SELECT CASE WHEN r.success THEN r.result::pg_catalog.float8 ELSE -1 END AS x
+                                   FROM pg_catalog.run_command_on_shards($1,
+                                        $c$SELECT reltuples FROM pg_catalog.pg_class WHERE oid = $q$%s$q$::pg_catalog.regclass$c$) r) s'
+                    INTO shards, target_rows USING target;
+            ELSE
+                SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
+            END IF;
             EXECUTE format('SELECT pg_catalog.count(*) FROM pg_temp.%I WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n', work)
                 INTO batch_rows;
             -- A table never analyzed (reltuples -1): probe.
             scan := target_rows OPERATOR(pg_catalog.>=) 0
-                    AND @extschema@.simhash_load_scans(target_rows, batch_rows, k);
+                    AND @extschema@.simhash_load_scans(target_rows, batch_rows, k, shards);
         ELSE
             scan := check_mode = 'scan';
         END IF;

@@ -204,8 +204,12 @@ fn simhash_matches_query(
 
 /// Whether `simhash_insert_new` should read the target once rather than
 /// probe its band indexes per batch row, by the core's estimate
-/// (`simhash_core::near::scan_is_cheaper`).
+/// (`simhash_core::near::scan_is_cheaper`), for a target in `shards`
+/// shards (1 on one node).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
-fn simhash_load_scans(target_rows: f64, batch_rows: f64, k: i32) -> bool {
-    u32::try_from(k).is_ok_and(|k| scan_is_cheaper(target_rows, batch_rows, k))
+fn simhash_load_scans(target_rows: f64, batch_rows: f64, k: i32, shards: i32) -> bool {
+    match (u32::try_from(k), u32::try_from(shards)) {
+        (Ok(k), Ok(shards)) => scan_is_cheaper(target_rows, batch_rows, k, shards),
+        _ => false,
+    }
 }

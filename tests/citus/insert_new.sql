@@ -36,37 +36,44 @@ FROM generate_series(1, 300, 3) i;
 CREATE TABLE ins_skips_dist (skipped bigint, matched bigint, distance integer);
 CREATE TABLE ins_skips_local (LIKE ins_skips_dist);
 
+-- Each k with the target probed on the workers and read once through the
+-- coordinator (simhash.load_check), and as the estimate chooses from the
+-- shards' statistics.
+ANALYZE ins_dist;
 DO $$
 DECLARE
     d record;
     l record;
+    k integer;
+    mode text;
 BEGIN
-    FOR k IN 3..11 BY 8 LOOP
+    FOR k, mode IN SELECT * FROM (VALUES (3, 'probe'), (3, 'scan'), (3, 'auto'), (11, 'probe'), (11, 'scan')) v LOOP
+        PERFORM set_config('simhash.load_check', mode, true);
         SELECT * INTO d FROM simhash_insert_new('ins_dist', 'ins_src', k, 'seq', skipped_into => 'ins_skips_dist');
         SELECT * INTO l FROM simhash_insert_new('ins_local', 'ins_src', k, 'seq', skipped_into => 'ins_skips_local');
         IF d.inserted <> l.inserted OR d.skipped <> l.skipped OR d.skipped = 0 OR d.inserted = 0 THEN
-            RAISE EXCEPTION 'k = %: Citus inserted % and skipped %, one node % and %', k, d.inserted, d.skipped, l.inserted, l.skipped;
+            RAISE EXCEPTION 'k = %, %: Citus inserted % and skipped %, one node % and %', k, mode, d.inserted, d.skipped, l.inserted, l.skipped;
         END IF;
         IF EXISTS (SELECT id FROM ins_dist EXCEPT SELECT id FROM ins_local)
            OR EXISTS (SELECT id FROM ins_local EXCEPT SELECT id FROM ins_dist) THEN
-            RAISE EXCEPTION 'k = %: Citus kept other rows than one node', k;
+            RAISE EXCEPTION 'k = %, %: Citus kept other rows than one node', k, mode;
         END IF;
         IF EXISTS (SELECT skipped FROM ins_skips_dist EXCEPT SELECT skipped FROM ins_skips_local)
            OR EXISTS (SELECT skipped FROM ins_skips_local EXCEPT SELECT skipped FROM ins_skips_dist) THEN
-            RAISE EXCEPTION 'k = %: Citus reported other skipped rows than one node', k;
+            RAISE EXCEPTION 'k = %, %: Citus reported other skipped rows than one node', k, mode;
         END IF;
         -- Each skipped row's match is a row within k of it, in the target
         -- or among the source's rows, at the distance reported.
         IF EXISTS (SELECT FROM ins_skips_dist s JOIN ins_src x ON x.id = s.skipped
                    LEFT JOIN (SELECT id, fp FROM ins_local UNION ALL SELECT id, simhash(body) FROM ins_src) m ON m.id = s.matched
                    WHERE m.id IS NULL OR (m.fp <~> simhash(x.body)) <> s.distance OR s.distance > k) THEN
-            RAISE EXCEPTION 'k = %: a skipped row''s match is not within k at the distance reported', k;
+            RAISE EXCEPTION 'k = %, %: a skipped row''s match is not within k at the distance reported', k, mode;
         END IF;
         -- No pair within k among the rows loaded.
         IF EXISTS (WITH d AS MATERIALIZED (SELECT id, fp FROM ins_dist)
                    SELECT FROM d a JOIN d b ON a.id < b.id AND a.fp <~> b.fp <= k
                    WHERE a.id >= 100000 OR b.id >= 100000) THEN
-            RAISE EXCEPTION 'k = %: a pair within k got in', k;
+            RAISE EXCEPTION 'k = %, %: a pair within k got in', k, mode;
         END IF;
         DELETE FROM ins_dist WHERE id >= 100000;
         DELETE FROM ins_local WHERE id >= 100000;

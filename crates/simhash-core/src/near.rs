@@ -173,6 +173,8 @@ pub fn pairs_within(
 mod cost {
     /// Reading one target row through the scan (SPI, a heap tuple).
     pub const SCAN_ROW: f64 = 500.0;
+    /// Reading one row of a Citus shard through the node of the load.
+    pub const REMOTE_ROW: f64 = 1_500.0;
     /// One lookup of a band value in a [`super::BandSet`].
     pub const LOOKUP: f64 = 5.0;
     /// One compare of a fingerprint found there.
@@ -190,11 +192,18 @@ mod cost {
 /// Whether reading a target of `target_rows` once against a batch of
 /// `batch_rows` held in memory is expected to cost less than probing the
 /// target's band indexes once for each batch row, for distance `k`.
-/// Both find the same matches.
-pub fn scan_is_cheaper(target_rows: f64, batch_rows: f64, k: u32) -> bool {
+/// Both find the same matches. A target in `shards` shards (Citus; 1
+/// for a table on one node) is probed in each shard, and read from all
+/// of them through one node.
+pub fn scan_is_cheaper(target_rows: f64, batch_rows: f64, k: u32, shards: u32) -> bool {
     if k > MAX_PROBED_K || !(target_rows >= 0.0 && batch_rows >= 0.0) {
         return false;
     }
+    let (shards, read) = if shards > 1 {
+        (f64::from(shards), cost::REMOTE_ROW)
+    } else {
+        (1.0, cost::SCAN_ROW)
+    };
     let lookups = f64::from(BANDS) * ball(0, BAND_BITS, probe_radius(k)).len() as f64;
     let per_value = VALUES as f64;
     // Rows per band value, fuller than uniform by the skew.
@@ -202,9 +211,8 @@ pub fn scan_is_cheaper(target_rows: f64, batch_rows: f64, k: u32) -> bool {
         batch_rows / per_value * cost::SKEW,
         target_rows / per_value * cost::SKEW,
     );
-    let scan =
-        target_rows * (cost::SCAN_ROW + lookups * (cost::LOOKUP + batch_run * cost::COMPARE));
-    let probe = batch_rows * lookups * (cost::PROBE + target_run * cost::HEAP_ROW);
+    let scan = target_rows * (read + lookups * (cost::LOOKUP + batch_run * cost::COMPARE));
+    let probe = batch_rows * lookups * (shards * cost::PROBE + target_run * cost::HEAP_ROW);
     scan < probe
 }
 
@@ -283,19 +291,22 @@ mod tests {
 
     #[test]
     fn scans_when_the_target_is_small_beside_the_batch() {
-        assert!(scan_is_cheaper(1_000.0, 1_000_000.0, 3));
-        assert!(!scan_is_cheaper(100_000_000.0, 10.0, 3));
+        assert!(scan_is_cheaper(1_000.0, 1_000_000.0, 3, 1));
+        assert!(!scan_is_cheaper(100_000_000.0, 10.0, 3, 1));
         // The benchmark's sizes: 20,000 rows into 200,000 and 1M into 10M
         // scan; 100 rows into 10M probe.
-        assert!(scan_is_cheaper(200_000.0, 20_000.0, 3));
-        assert!(scan_is_cheaper(10_000_000.0, 1_000_000.0, 3));
-        assert!(!scan_is_cheaper(10_000_000.0, 100.0, 3));
-        assert!(!scan_is_cheaper(1_000.0, 1_000_000.0, 12));
-        assert!(!scan_is_cheaper(f64::NAN, 10.0, 3));
+        assert!(scan_is_cheaper(200_000.0, 20_000.0, 3, 1));
+        assert!(scan_is_cheaper(10_000_000.0, 1_000_000.0, 3, 1));
+        assert!(!scan_is_cheaper(10_000_000.0, 100.0, 3, 1));
+        assert!(!scan_is_cheaper(1_000.0, 1_000_000.0, 12, 1));
+        assert!(!scan_is_cheaper(f64::NAN, 10.0, 3, 1));
+        // On 32 shards: a few rows probe, a large batch reads.
+        assert!(!scan_is_cheaper(10_000_000.0, 1_000.0, 3, 32));
+        assert!(scan_is_cheaper(10_000_000.0, 100_000.0, 3, 32));
         // Monotone: a larger target never tips the choice towards the scan.
         let mut last = true;
         for t in (0..40).map(|i| 1.5f64.powi(i)) {
-            let now = scan_is_cheaper(t, 50_000.0, 7);
+            let now = scan_is_cheaper(t, 50_000.0, 7, 1);
             assert!(last || !now, "target {t}");
             last = now;
         }
