@@ -31,8 +31,17 @@
 # The texts are made in SQL from the row's number, so a row's text is the
 # same in every run and no table of them is kept beside the target.
 #
-# Each load into a fresh copy of the target; the time is the statement's
-# (clock_timestamp() before and after), not the commit's.
+# Each load is timed inside a transaction that is rolled back, on one
+# target built once (FRESH=1: a fresh target for each load instead, as
+# before this option; slow at millions of rows, where building the target
+# takes longer than the loads). After each rollback, VACUUM (the rolled-
+# back rows out of the heap and the indexes) and CHECKPOINT. A load after
+# a vacuumed rollback finds room in the index pages that the first load
+# into the freshly built indexes has to split, so before the rounds one
+# plain load is rolled back untimed (PRIME=0 skips it): every timed load,
+# of either kind, then meets the same state of the indexes. The time is
+# the statement's (clock_timestamp() before and after), not the commit's
+# or rollback's.
 #
 # CITUS=1: on a fresh Citus cluster of scripts/citus.sh (a coordinator and
 # two workers, in CITUS_BENCH_DIR, default /tmp/simhash-citus-bench-pgNN,
@@ -53,6 +62,8 @@ LAYOUT=${LAYOUT:-4x16}
 REPS=${REPS:-3}
 TEXTS=${TEXTS:-clauses}
 MIN_CLAUSE=${MIN_CLAUSE:-4}
+FRESH=${FRESH:-}
+PRIME=${PRIME:-1}
 corpus=${1:-$ROOT/../shared/data/zh_short.jsonl.gz}
 [ -f "$corpus" ] || die "corpus not found: $corpus"
 case $TEXTS in clauses|pairs) ;; *) die "TEXTS is clauses or pairs, not $TEXTS" ;; esac
@@ -225,25 +236,37 @@ $stmt
 \\o
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \\gset
 SELECT count(*) - $TARGET AS kept FROM ins_target \\gset
-COMMIT;
+$([ -n "$FRESH" ] && echo COMMIT || echo ROLLBACK);
 \\echo $1 :t0 :t1 :kept
 SQL
 }
+after_rollback() {
+    local t0
+    t0=$(now)
+    q -c "VACUUM ins_target" -c "CHECKPOINT"
+    log "VACUUM and CHECKPOINT after the rollback: $(since "$t0") s"
+}
+if [ -z "$FRESH" ] && [ "$PRIME" = 1 ]; then
+    log "an untimed plain load, rolled back (PRIME=0 skips it)"
+    load plain >/dev/null
+    after_rollback
+fi
 : > "$work/times"
 first=1
 for rep in $(seq 1 "$REPS"); do
     for variant in plain new; do
-        [ -n "$first" ] || build
+        if [ -n "$FRESH" ] && [ -z "$first" ]; then build; fi
         first=
         load "$variant" | tee -a "$work/times" | while read -r v t0 t1 kept; do
             log "round $rep: $v $(python3 -c "print(round($t1 - $t0, 2))") s, $kept rows in"
         done
+        [ -n "$FRESH" ] || after_rollback
     done
 done
 if [ -n "${PROFILE:-}" ]; then
     # Where the time of one call goes: each statement it runs, with its
     # duration, from auto_explain (nested statements, ANALYZE on).
-    build
+    [ -z "$FRESH" ] || build
     q <<SQL 2>&1 | python3 -c '
 import re, sys
 text = sys.stdin.read()
@@ -252,13 +275,15 @@ for m in re.finditer(r"duration: ([0-9.]+) ms\s+plan:\s*Query Text: (.*?)\n", te
     if ms >= 5:
         print("%10.1f ms  %s" % (ms, query[:110]))
 '
+BEGIN;
 LOAD 'auto_explain';
-SET auto_explain.log_min_duration = 0;
-SET auto_explain.log_nested_statements = on;
-SET auto_explain.log_level = notice;
-SET auto_explain.log_analyze = on;
-SET client_min_messages = notice;
+SET LOCAL auto_explain.log_min_duration = 0;
+SET LOCAL auto_explain.log_nested_statements = on;
+SET LOCAL auto_explain.log_level = notice;
+SET LOCAL auto_explain.log_analyze = on;
+SET LOCAL client_min_messages = notice;
 SELECT * FROM simhash_insert_new('ins_target', 'ins_source', $K, 'id');
+ROLLBACK;
 SQL
 fi
 q -c "DROP TABLE ins_target, ins_source, ins_src_texts, ins_clauses"
