@@ -973,16 +973,16 @@ BEGIN
         EXECUTE format('DROP TABLE pg_temp.%I', work);  -- left by a call that failed
     END IF;
     BEGIN
-        -- simhash_first: the first row of the batch with the same
-        -- fingerprint (and text, when verifying), an exact copy's
-        -- stand-in: copies are settled by it, not paired (m copies in
-        -- one batch would make m * m / 2 pairs).
-        EXECUTE format('CREATE TEMP TABLE %I AS SELECT q.*, pg_catalog.min(q.simhash_n) OVER (PARTITION BY q.simhash_fp%s) AS simhash_first '
+        -- Stored in the batch's order (simhash_n), which the final insert
+        -- keeps. simhash_first (set below): the first row of the batch
+        -- with the same fingerprint (and text, when verifying), an exact
+        -- copy's stand-in: copies are settled by it, not paired (m
+        -- copies in one batch would make m * m / 2 pairs).
+        EXECUTE format('CREATE TEMP TABLE %I AS SELECT q.*, q.simhash_n AS simhash_first '
                        'FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
                        '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
                        'NULL::integer AS simhash_dist FROM (%s) s) q',
-                       work, CASE WHEN text_col IS NOT NULL THEN format(', q.%I', text_col) ELSE '' END,
-                       coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
     EXCEPTION WHEN undefined_column OR datatype_mismatch OR cannot_coerce THEN
         RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: %', target, SQLERRM
             USING ERRCODE = '42804',
@@ -1003,6 +1003,21 @@ BEGIN
     -- index made after an update in the same transaction would be of no
     -- use to it (PostgreSQL's indcheckxmin).
     EXECUTE format('CREATE UNIQUE INDEX ON pg_temp.%I (simhash_n)', work);
+    IF text_col IS NOT NULL AND NOT EXISTS (
+            SELECT FROM pg_attribute a WHERE a.attrelid = ('pg_temp.' || quote_ident(work))::regclass
+                                         AND a.attname = text_col AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: column "%" does not exist', target, text_col
+            USING ERRCODE = '42804',
+                  HINT = 'The source must return the text column to verify on, with its name.';
+    END IF;
+    -- The copies, by a sort of (simhash_n, fingerprint[, text]) only: the
+    -- wide rows stay where they are, in the batch's order, and are not
+    -- sorted back for the insert.
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_first = f.first
+                      FROM (SELECT simhash_n, pg_catalog.min(simhash_n) OVER (PARTITION BY simhash_fp%2$s) AS first
+                              FROM pg_temp.%1$I) f
+                     WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
+                   work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
     EXECUTE format('ANALYZE pg_temp.%I', work);
     -- Within k of a row of the target (only the first of each set of
     -- copies is checked): by reading the target once against the batch

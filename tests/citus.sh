@@ -199,14 +199,18 @@ FROM generate_series(1, 20000) i;
 SQL
 before=$(psql -X -At -c "SELECT count(*) FROM citus_test.crash_target")
 load_log=$(mktemp)
-psql -X -q -At -c "SELECT * FROM simhash_insert_new('citus_test.crash_target', 'citus_test.crash_src', 3)" \
-    >"$load_log" 2>&1 &
+# The load's transaction stays open a while after the call, so that the
+# kill lands before it commits however fast the call is (a backend that
+# only read for it, killed after its part, would not make it fail).
+psql -X -q -At -v ON_ERROR_STOP=1 -c "BEGIN" \
+    -c "SELECT * FROM simhash_insert_new('citus_test.crash_target', 'citus_test.crash_src', 3)" \
+    -c "SELECT pg_sleep(5)" -c "COMMIT" >"$load_log" 2>&1 &
 load=$!
-# The backend of worker 1 that works for the load, once it is seen.
+# The backend of worker 1 that has written for the load, once it is seen.
 victim=""
 for _ in $(seq 1 600); do
     victim=$(psql -X -q -At -p $((PGPORT + 1)) -c "SELECT pid FROM pg_stat_activity
-        WHERE state = 'active' AND query LIKE '%crash_target%' AND pid <> pg_backend_pid() LIMIT 1" 2>/dev/null || true)
+        WHERE backend_xid IS NOT NULL AND query LIKE '%crash_target%' AND pid <> pg_backend_pid() LIMIT 1" 2>/dev/null || true)
     [ -z "$victim" ] || break
     sleep 0.05
 done
