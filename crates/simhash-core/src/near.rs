@@ -39,6 +39,12 @@ pub struct BandSet {
     starts: Vec<Vec<u32>>,
 }
 
+/// Runs asked of memory ahead by [`BandSet::within_each`], and how many
+/// cache lines of each (fingerprints per line: [`LINE`]).
+const PREFETCH_RUNS: usize = 128;
+const PREFETCH_LINES: usize = 8;
+const LINE: usize = 64 / std::mem::size_of::<u64>();
+
 /// A batch larger than this (positions are 32-bit) is refused.
 pub const MAX_BATCH: usize = u32::MAX as usize;
 
@@ -163,6 +169,56 @@ impl BandSet {
         }
     }
 
+    /// [`BandSet::within`] for each of `queries`: calls
+    /// `found(query, position, distance)` for each match, query by query.
+    /// Faster than one query at a time: the runs of a few queries are
+    /// asked of memory before any of them is read (the batch's runs are
+    /// tens of megabytes at a million rows, and each query's are a few
+    /// scattered cache lines: `bench/near.sh` measures it).
+    pub fn within_each(&self, queries: &[u64], mut found: impl FnMut(usize, u32, u32)) {
+        // Queries whose runs are asked for at once: about 128 runs.
+        let group = (PREFETCH_RUNS / (BANDS as usize * self.masks.len())).max(1);
+        for (g, chunk) in queries.chunks(group).enumerate() {
+            for &fp in chunk {
+                self.prefetch(fp);
+            }
+            for (i, &fp) in chunk.iter().enumerate() {
+                let q = g * group + i;
+                self.within(fp, |pos, d| found(q, pos, d));
+            }
+        }
+    }
+
+    /// Asks memory for the first [`PREFETCH_LINES`] cache lines of each
+    /// run `fp` will read, without waiting for them.
+    #[inline]
+    fn prefetch(&self, fp: u64) {
+        #[cfg(target_arch = "x86_64")]
+        for b in 0..BANDS as usize {
+            let own = band_of(fp, b as u32);
+            let (runs, starts) = (&self.runs[b], &self.starts[b]);
+            for &mask in &self.masks {
+                let v = (own ^ mask) as usize;
+                let (lo, hi) = (starts[v] as usize, starts[v + 1] as usize);
+                let end = hi.min(lo + PREFETCH_LINES * LINE);
+                for at in (lo..end).step_by(LINE) {
+                    // SAFETY: `at` is inside `runs` (below `hi`, at most
+                    // its length), and a prefetch reads nothing the
+                    // program sees: it only warms the cache.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        std::arch::x86_64::_mm_prefetch(
+                            runs.as_ptr().add(at).cast::<i8>(),
+                            std::arch::x86_64::_MM_HINT_T0,
+                        );
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = fp;
+    }
+
     /// Whether a band before `b` already leads from `fp` to `other`.
     #[inline]
     fn seen_before(&self, fp: u64, other: u64, b: u32) -> bool {
@@ -182,11 +238,13 @@ pub fn pairs_within(
     let set = BandSet::new(fps, k)?;
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
     let mut full = false;
-    for (i, &fp) in fps.iter().enumerate() {
-        if i % 65_536 == 65_535 && !check() {
+    for (c, chunk) in fps.chunks(65_536).enumerate() {
+        if c > 0 && !check() {
             return Err(NearError::Interrupted);
         }
-        set.within(fp, |j, d| {
+        let base = c * 65_536;
+        set.within_each(chunk, |q, j, d| {
+            let i = base + q;
             if (j as usize) < i && !full {
                 if pairs.len() == pairs.capacity()
                     && pairs.try_reserve(pairs.len().max(1024)).is_err()
@@ -203,6 +261,145 @@ pub fn pairs_within(
     }
     pairs.sort_unstable();
     Ok(pairs)
+}
+
+/// A batch of `simhash_insert_new` settled in memory, for a load that
+/// reads its target once: which rows one-at-a-time guarded inserts in the
+/// batch's order would skip, and for which row. Exact copies (the same
+/// fingerprint) are settled by their first row, as the load's SQL steps
+/// settle them: only first copies are looked up in the target and paired.
+pub struct Batch {
+    /// The rows in the batch's order: their place `n`, key and fingerprint.
+    ns: Vec<i64>,
+    keys: Vec<i64>,
+    fps: Vec<u64>,
+    /// Per row (in order), the place of the first row with its
+    /// fingerprint (its own place for a first copy).
+    first: Vec<u32>,
+    /// The places of the first copies, in order, and their index.
+    firsts: Vec<u32>,
+    set: BandSet,
+    k: u32,
+}
+
+/// Why a row is skipped: the key it matched and the distance.
+pub type Skip = (i64, i64, u32);
+
+impl Batch {
+    /// The batch of rows `(ns[i], keys[i], fps[i])`, any order (`ns`
+    /// distinct), its first copies indexed for `k`.
+    pub fn new(ns: &[i64], keys: &[i64], fps: &[u64], k: u32) -> Result<Batch, NearError> {
+        if ns.len() != keys.len() || ns.len() != fps.len() || ns.len() > MAX_BATCH {
+            return Err(NearError::Refused);
+        }
+        let mut order = filled(ns.len(), 0u32)?;
+        for (i, o) in order.iter_mut().enumerate() {
+            *o = i as u32;
+        }
+        order.sort_unstable_by_key(|&i| ns[i as usize]);
+        let (mut sn, mut sk, mut sf) = (
+            filled(ns.len(), 0i64)?,
+            filled(ns.len(), 0i64)?,
+            filled(ns.len(), 0u64)?,
+        );
+        for (to, &from) in order.iter().enumerate() {
+            sn[to] = ns[from as usize];
+            sk[to] = keys[from as usize];
+            sf[to] = fps[from as usize];
+        }
+        drop(order);
+        // The first place of each fingerprint: places sorted by
+        // (fingerprint, place).
+        let mut by_fp = filled(ns.len(), 0u32)?;
+        for (i, o) in by_fp.iter_mut().enumerate() {
+            *o = i as u32;
+        }
+        by_fp.sort_unstable_by_key(|&i| (sf[i as usize], i));
+        let mut first = filled(ns.len(), 0u32)?;
+        let mut lead = 0u32;
+        for (j, &i) in by_fp.iter().enumerate() {
+            if j == 0 || sf[by_fp[j - 1] as usize] != sf[i as usize] {
+                lead = i;
+            }
+            first[i as usize] = lead;
+        }
+        drop(by_fp);
+        let mut firsts = Vec::new();
+        firsts
+            .try_reserve_exact(ns.len())
+            .map_err(|_| NearError::OutOfMemory)?;
+        firsts.extend((0..ns.len() as u32).filter(|&i| first[i as usize] == i));
+        let first_fps: Vec<u64> = firsts.iter().map(|&i| sf[i as usize]).collect();
+        let set = BandSet::new(&first_fps, k)?;
+        Ok(Batch {
+            ns: sn,
+            keys: sk,
+            fps: sf,
+            first,
+            firsts,
+            set,
+            k,
+        })
+    }
+
+    /// The index of the first copies, to look target rows up in: its
+    /// positions are indexes into the first copies (see [`Batch::skipped`]).
+    pub fn firsts(&self) -> &BandSet {
+        &self.set
+    }
+
+    /// How many first copies the batch has.
+    pub fn first_count(&self) -> usize {
+        self.firsts.len()
+    }
+
+    /// Every row skipped, as `(n, matched key, distance)` in order, given
+    /// what each first copy matched in the target (`target[i]`: the key and
+    /// distance for the `i`th first copy, or `None`). A first copy that
+    /// matched the target is skipped for it; the others are paired among
+    /// themselves and skipped as one at a time inserts would skip them
+    /// ([`crate::guard::skipped_in_order`]); a later copy is skipped for
+    /// its first copy when that was kept, else for what its first copy
+    /// matched.
+    pub fn skipped(
+        &self,
+        target: &[Option<(i64, u32)>],
+        check: &mut impl FnMut() -> bool,
+    ) -> Result<Vec<Skip>, NearError> {
+        if target.len() != self.firsts.len() {
+            return Err(NearError::Refused);
+        }
+        // Per place: why it is skipped (key, distance), if it is.
+        let mut why: Vec<Option<(i64, u32)>> = filled(self.ns.len(), None)?;
+        let mut open = Vec::new(); // places of first copies the target left
+        for (f, &place) in self.firsts.iter().enumerate() {
+            match target[f] {
+                Some(m) => why[place as usize] = Some(m),
+                None => open.push(place),
+            }
+        }
+        let open_fps: Vec<u64> = open.iter().map(|&p| self.fps[p as usize]).collect();
+        let mut pairs: Vec<(i64, i64)> = pairs_within(&open_fps, self.k, check)?
+            .into_iter()
+            .map(|(a, b, _)| (i64::from(open[a as usize]), i64::from(open[b as usize])))
+            .collect();
+        for (later, kept) in crate::guard::skipped_in_order(&mut pairs) {
+            let (l, e) = (later as usize, kept as usize);
+            why[l] = Some((self.keys[e], (self.fps[l] ^ self.fps[e]).count_ones()));
+        }
+        // Later copies, in order: their first copy is settled before them.
+        for place in 0..self.ns.len() {
+            let lead = self.first[place] as usize;
+            if lead != place {
+                why[place] = Some(why[lead].unwrap_or((self.keys[lead], 0)));
+            }
+        }
+        Ok(why
+            .into_iter()
+            .enumerate()
+            .filter_map(|(p, w)| w.map(|(key, d)| (self.ns[p], key, d)))
+            .collect())
+    }
 }
 
 /// The estimated costs behind [`scan_is_cheaper`], in nanoseconds, from
@@ -307,6 +504,111 @@ mod tests {
                 assert_eq!(got, want, "k = {k}, query {q:016x}");
             }
         }
+    }
+
+    #[test]
+    fn within_each_answers_as_within_does_query_by_query() {
+        let mut seed = 5;
+        for k in 0..=MAX_PROBED_K {
+            let fps = batch(&mut seed, 500);
+            let set = BandSet::new(&fps, k).unwrap();
+            // More queries than one group at every k, some repeated.
+            let queries: Vec<u64> = fps
+                .iter()
+                .step_by(3)
+                .copied()
+                .chain((0..40).map(|_| rng(&mut seed)))
+                .collect();
+            let mut got = Vec::new();
+            set.within_each(&queries, |q, j, d| got.push((q, j, d)));
+            let mut want = Vec::new();
+            for (q, &fp) in queries.iter().enumerate() {
+                set.within(fp, |j, d| want.push((q, j, d)));
+            }
+            assert!(!want.is_empty(), "k = {k}");
+            assert_eq!(got, want, "k = {k}");
+        }
+    }
+
+    /// One-at-a-time guarded inserts, by hand: each row in order is
+    /// skipped for the smallest target key within `k`, else for the first
+    /// kept earlier row within `k`.
+    fn one_at_a_time(rows: &[(i64, i64, u64)], target: &[(i64, u64)], k: u32) -> Vec<Skip> {
+        let mut rows = rows.to_vec();
+        rows.sort_unstable();
+        let mut kept: Vec<(i64, u64)> = Vec::new();
+        let mut out = Vec::new();
+        for &(n, key, fp) in &rows {
+            let t = target
+                .iter()
+                .filter(|&&(_, f)| hamming(f, fp) <= k)
+                .min_by_key(|&&(key, _)| key);
+            let e = kept.iter().find(|&&(_, f)| hamming(f, fp) <= k);
+            match t.or(e) {
+                Some(&(m, f)) => out.push((n, m, hamming(f, fp))),
+                None => kept.push((key, fp)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn batch_skips_as_one_at_a_time_inserts_do() {
+        let mut seed = 13;
+        for k in [0, 2, 3, 5, 8, 11] {
+            let fps = batch(&mut seed, 600);
+            // Places shuffled (n = a permutation of 0..600, times 10),
+            // keys far from the places; the target: some batch
+            // fingerprints moved a bit, and random ones.
+            let ns: Vec<i64> = (0..600i64).map(|i| (i * 7919 % 600) * 10).collect();
+            let keys: Vec<i64> = (0..600i64).map(|i| 1_000_000 + i).collect();
+            let target: Vec<(i64, u64)> = fps
+                .iter()
+                .step_by(9)
+                .enumerate()
+                .map(|(i, &f)| f ^ ((i as u64 % 2) << (i * 37 % 64)))
+                .chain((0..30).map(|_| rng(&mut seed)))
+                .enumerate()
+                .map(|(i, f)| (500 - i as i64, f))
+                .collect();
+            let b = Batch::new(&ns, &keys, &fps, k).unwrap();
+            let mut best = vec![None; b.first_count()];
+            let queries: Vec<u64> = target.iter().map(|&(_, f)| f).collect();
+            b.firsts().within_each(&queries, |q, pos, d| {
+                let key = target[q].0;
+                let slot: &mut Option<(i64, u32)> = &mut best[pos as usize];
+                if slot.is_none_or(|(k0, _)| key < k0) {
+                    *slot = Some((key, d));
+                }
+            });
+            let got = b.skipped(&best, &mut || true).unwrap();
+            let rows: Vec<(i64, i64, u64)> = (0..600).map(|i| (ns[i], keys[i], fps[i])).collect();
+            let want = one_at_a_time(&rows, &target, k);
+            assert!(
+                want.iter().any(|s| s.1 < 1_000_000),
+                "k = {k}: some target matches"
+            );
+            assert!(
+                want.iter().any(|s| s.1 >= 1_000_000),
+                "k = {k}: some batch matches"
+            );
+            assert!(b.first_count() < 600, "k = {k}: the batch has copies");
+            assert_eq!(got, want, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn batch_refuses_arrays_of_different_lengths() {
+        assert!(matches!(
+            Batch::new(&[1, 2], &[1], &[1, 2], 3),
+            Err(NearError::Refused)
+        ));
+        let b = Batch::new(&[], &[], &[], 3).unwrap();
+        assert_eq!(b.skipped(&[], &mut || true), Ok(vec![]));
+        assert!(matches!(
+            b.skipped(&[None], &mut || true),
+            Err(NearError::Refused)
+        ));
     }
 
     #[test]
