@@ -463,6 +463,11 @@ CREATE FUNCTION simhash_matches_query(query text, n bigint[], fp bigint[], k int
     AS 'MODULE_PATHNAME', 'simhash_matches_query_wrapper'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
+CREATE FUNCTION simhash_batch_skips(query text, n bigint[], key bigint[], fp bigint[], k integer)
+    RETURNS TABLE (n bigint, matched bigint, distance integer)
+    AS 'MODULE_PATHNAME', 'simhash_batch_skips_wrapper'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
 CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows double precision, k integer,
                                    shards integer DEFAULT 1)
     RETURNS boolean
@@ -569,6 +574,7 @@ BEGIN
                        '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
                        'NULL::integer AS simhash_dist FROM (%s) s) q',
                        work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+        GET DIAGNOSTICS batch_rows = ROW_COUNT;
     EXCEPTION WHEN undefined_column OR datatype_mismatch OR cannot_coerce THEN
         RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: %', target, SQLERRM
             USING ERRCODE = '42804',
@@ -596,14 +602,6 @@ BEGIN
             USING ERRCODE = '42804',
                   HINT = 'The source must return the text column to verify on, with its name.';
     END IF;
-    -- The copies, by a sort of (simhash_n, fingerprint[, text]) only: the
-    -- wide rows stay where they are, in the batch's order, and are not
-    -- sorted back for the insert.
-    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_first = f.first
-                      FROM (SELECT simhash_n, pg_catalog.min(simhash_n) OVER (PARTITION BY simhash_fp%2$s) AS first
-                              FROM pg_temp.%1$I) f
-                     WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
-                   work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
     EXECUTE format('ANALYZE pg_temp.%I', work);
     -- Within k of a row of the target (only the first of each set of
     -- copies is checked): by reading the target once against the batch
@@ -624,8 +622,6 @@ BEGIN
             ELSE
                 SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
             END IF;
-            EXECUTE format('SELECT pg_catalog.count(*) FROM pg_temp.%I WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n', work)
-                INTO batch_rows;
             -- A table never analyzed (reltuples -1): probe.
             scan := target_rows OPERATOR(pg_catalog.>=) 0
                     AND @extschema@.simhash_load_scans(target_rows, batch_rows, k, shards);
@@ -634,69 +630,83 @@ BEGIN
         END IF;
     END IF;
     IF scan THEN
-        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.distance
-                          FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
-                                  FROM pg_temp.%1$I WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) a,
-                               LATERAL @extschema@.simhash_matches_query(%2$L, a.ns, a.fps, %3$s) m
+        -- Read once: the whole batch settled in memory in one pass (its
+        -- copies, its check against the target, its pairs, their order),
+        -- and only the rows skipped written back.
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.matched, simhash_dist = m.distance
+                          FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$I::pg_catalog.int8) AS keys,
+                                       pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                                  FROM pg_temp.%1$I) a,
+                               LATERAL @extschema@.simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
                          WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
-                       work, format('SELECT t.%I::pg_catalog.int8, t.%I FROM %s t', key_col, fp_col, target), k);
-    ELSIF NOT citus_target THEN
-        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                          FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                  FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
-                                       WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
-                                       LIMIT 1) t
-                                 WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
-                         WHERE s.simhash_n = m.simhash_n',
-                       work, key_col, fp_col, target, k, verify_ts);
+                       work, format('SELECT t.%I::pg_catalog.int8, t.%I FROM %s t', key_col, fp_col, target), k, key_col);
     ELSE
-        -- A Citus table: Citus sends the work table's fingerprints (and
-        -- texts when verifying, nothing else) to every worker, each joins them with its shards through
-        -- their band indexes (and verifies there), and the matches come
-        -- back; the smallest key a row matched is the one reported.
-        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                          FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
-                                  FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                          FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I
-                                                             WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
-                                            ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
-                                 ORDER BY c.simhash_n, c.key) m
-                         WHERE s.simhash_n = m.simhash_n',
-                       work, key_col, fp_col, target, k, verify_ts,
-                       CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
+        -- The copies, by a sort of (simhash_n, fingerprint[, text]) only:
+        -- the wide rows stay where they are, in the batch's order, and are
+        -- not sorted back for the insert.
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_first = f.first
+                          FROM (SELECT simhash_n, pg_catalog.min(simhash_n) OVER (PARTITION BY simhash_fp%2$s) AS first
+                                  FROM pg_temp.%1$I) f
+                         WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
+                       work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
+        IF NOT citus_target THEN
+            EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                              FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                      FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
+                                           WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
+                                           LIMIT 1) t
+                                     WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
+                             WHERE s.simhash_n = m.simhash_n',
+                           work, key_col, fp_col, target, k, verify_ts);
+        ELSE
+            -- A Citus table: Citus sends the work table's fingerprints (and
+            -- texts when verifying, nothing else) to every worker, each joins them with its shards through
+            -- their band indexes (and verifies there), and the matches come
+            -- back; the smallest key a row matched is the one reported.
+            EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                              FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
+                                      FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                              FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I
+                                                                 WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
+                                                ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
+                                     ORDER BY c.simhash_n, c.key) m
+                             WHERE s.simhash_n = m.simhash_n',
+                           work, key_col, fp_col, target, k, verify_ts,
+                           CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
+        END IF;
+        -- Within k of an earlier kept row of the batch: the pairs within k
+        -- among the rows the target left (first copies only), found in memory
+        -- (simhash_near_pairs) and verified on their texts when asked, then,
+        -- in order, each row with an earlier neighbour that was kept is
+        -- skipped (simhash_skipped_in_order).
+        IF text_col IS NOT NULL THEN
+            verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
+                                     JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
+                                    WHERE true %2$s', work, verify_xy);
+        END IF;
+        EXECUTE format(
+            'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
+                    simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
+               FROM (SELECT r.skipped, r.matched
+                       FROM (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
+                               FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                                       FROM pg_temp.%1$I
+                                      WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a,
+                                    LATERAL @extschema@.simhash_near_pairs(a.ns, a.fps, %3$s) p %4$s) q,
+                            LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r) r,
+                    pg_temp.%1$I m
+              WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
+            work, key_col, k, verify_pairs);
+        -- Each later copy: skipped for its first copy when that was kept (the
+        -- earliest kept row it matches), else for what the first copy matched.
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
+                               simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$I::bigint END,
+                               simhash_dist = CASE WHEN f.simhash_skip THEN f.simhash_dist ELSE 0 END
+                          FROM pg_temp.%1$I f
+                         WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
+                           AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
+                       work, key_col);
     END IF;
-    -- Within k of an earlier kept row of the batch: the pairs within k
-    -- among the rows the target left (first copies only), found in memory
-    -- (simhash_near_pairs) and verified on their texts when asked, then,
-    -- in order, each row with an earlier neighbour that was kept is
-    -- skipped (simhash_skipped_in_order).
-    IF text_col IS NOT NULL THEN
-        verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
-                                 JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
-                                WHERE true %2$s', work, verify_xy);
-    END IF;
-    EXECUTE format(
-        'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
-                simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
-           FROM (SELECT r.skipped, r.matched
-                   FROM (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
-                           FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
-                                   FROM pg_temp.%1$I
-                                  WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a,
-                                LATERAL @extschema@.simhash_near_pairs(a.ns, a.fps, %3$s) p %4$s) q,
-                        LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r) r,
-                pg_temp.%1$I m
-          WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
-        work, key_col, k, verify_pairs);
-    -- Each later copy: skipped for its first copy when that was kept (the
-    -- earliest kept row it matches), else for what the first copy matched.
-    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
-                           simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$I::bigint END,
-                           simhash_dist = CASE WHEN f.simhash_skip THEN f.simhash_dist ELSE 0 END
-                      FROM pg_temp.%1$I f
-                     WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
-                       AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
-                   work, key_col);
     EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
                    target, cols, cols, work);
     GET DIAGNOSTICS n_in = ROW_COUNT;

@@ -248,6 +248,27 @@ pub fn batch_arrays_mismatch(what: &str, n: usize, fps: usize) -> ! {
     )
 }
 
+/// 22023: a batch given with fewer or more keys than rows.
+pub fn batch_keys_mismatch(what: &str, n: usize, keys: usize) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("{what}: {n} rows but {keys} keys"),
+        None,
+        Some("Pass array_agg(n), array_agg(key) and array_agg(fingerprint) of the same rows, in the same order."),
+    )
+}
+
+/// 22004: a NULL among a batch's places or fingerprints, where each row
+/// must have both.
+pub fn batch_nulls(what: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+        format!("{what}: a row of the batch has a NULL place or fingerprint"),
+        None,
+        None,
+    )
+}
+
 /// 22023: a load's distance out of the range the band indexes answer.
 pub fn load_distance_out_of_range(what: &str, k: i32, max: u32) -> ! {
     raise(

@@ -8,7 +8,7 @@
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
-use simhash_core::near::{pairs_within, scan_is_cheaper, BandSet, NearError, MAX_BATCH};
+use simhash_core::near::{pairs_within, scan_is_cheaper, BandSet, Batch, NearError, MAX_BATCH};
 use simhash_core::probe::MAX_PROBED_K;
 
 use crate::{clusters, errors};
@@ -56,7 +56,7 @@ pub fn install() {
     GucRegistry::define_enum_guc(
         c"simhash.load_check",
         c"How simhash_insert_new checks a batch against its target: auto, scan or probe.",
-        c"scan reads the target once against the batch held in memory; probe looks each batch row up in the target's band indexes; auto takes the cheaper by estimate. Verified loads and Citus targets always probe.",
+        c"scan reads the target once against the batch held in memory; probe looks each batch row up in the target's band indexes; auto takes the cheaper by estimate. Verified loads always probe.",
         &LOAD_CHECK,
         GucContext::Userset,
         GucFlags::default(),
@@ -132,6 +132,69 @@ fn simhash_near_pairs(
 /// Rows fetched from the target's query at a time.
 const FETCH: i64 = 50_000;
 
+/// Reads `(key, fp)` rows from `query` (the target) once, `FETCH` rows at
+/// a time, and calls `chunk(keys, fps)` for each batch of rows read
+/// (rows with a NULL left out).
+fn read_target(what: &str, query: &str, mut chunk: impl FnMut(&[i64], &[u64])) {
+    let (mut keys, mut fps) = (Vec::new(), Vec::new());
+    Spi::connect(|client| {
+        let simhash64 = clusters::simhash64_type(client);
+        let mut cursor = match client.try_open_cursor(query, &[]) {
+            Ok(cursor) => cursor,
+            Err(e) => errors::spi_failed(what, &e),
+        };
+        let mut shape = None;
+        loop {
+            let mut batch = match cursor.fetch(FETCH) {
+                Ok(batch) => batch,
+                Err(e) => errors::spi_failed(what, &e),
+            };
+            let (key_type, fp_type) = match shape {
+                Some(shape) => shape,
+                None => *shape.insert(clusters::query_shape(what, &batch, simhash64)),
+            };
+            if batch.is_empty() {
+                break;
+            }
+            keys.clear();
+            fps.clear();
+            while batch.next().is_some() {
+                let key = batch.get_datum_by_ordinal(1).ok().flatten();
+                let fp = batch.get_datum_by_ordinal(2).ok().flatten();
+                if let (Some(key), Some(fp)) = (key, fp) {
+                    keys.push(clusters::integer(key, key_type));
+                    fps.push(clusters::integer(fp, fp_type) as u64);
+                }
+            }
+            // SAFETY: as in simhash_clusters_query: the batch just read,
+            // not read again.
+            unsafe { pgrx::pg_sys::SPI_freetuptable(pgrx::pg_sys::SPI_tuptable) };
+            chunk(&keys, &fps);
+            pgrx::check_for_interrupts!();
+        }
+    });
+}
+
+/// For each query row, the smallest key (and its distance) among the
+/// target rows `query` returns within `k` of it, looked up in `set`.
+fn best_matches(what: &str, query: &str, set: &BandSet, rows: usize) -> Vec<Option<(i64, u32)>> {
+    let mut best: Vec<Option<(i64, u32)>> = Vec::new();
+    if best.try_reserve(rows).is_err() {
+        errors::out_of_memory(what, rows);
+    }
+    best.resize(rows, None);
+    read_target(what, query, |keys, fps| {
+        set.within_each(fps, |q, pos, d| {
+            let key = keys[q];
+            let slot = &mut best[pos as usize];
+            if slot.is_none_or(|(k0, _)| key < k0) {
+                *slot = Some((key, d));
+            }
+        });
+    });
+    best
+}
+
 /// Reads `(key, fp)` rows from `query` (the target) once and returns,
 /// for each row of the batch (`n[i]`, `fp[i]`) within `k` of one of
 /// them, the smallest such key and its distance. For `simhash_insert_new`'s
@@ -148,58 +211,58 @@ fn simhash_matches_query(
     let (ns, fps) = batch_of("simhash_matches_query", &n, &fp);
     let set = band_set("simhash_matches_query", &fps, k);
     drop(fps);
-    let mut best: Vec<Option<(i64, u32)>> = Vec::new();
-    if best.try_reserve(ns.len()).is_err() {
-        errors::out_of_memory("simhash_matches_query", ns.len());
-    }
-    best.resize(ns.len(), None);
-    Spi::connect(|client| {
-        let simhash64 = clusters::simhash64_type(client);
-        let mut cursor = match client.try_open_cursor(query, &[]) {
-            Ok(cursor) => cursor,
-            Err(e) => errors::spi_failed("simhash_matches_query", &e),
-        };
-        let mut shape = None;
-        loop {
-            let mut batch = match cursor.fetch(FETCH) {
-                Ok(batch) => batch,
-                Err(e) => errors::spi_failed("simhash_matches_query", &e),
-            };
-            let (key_type, fp_type) = match shape {
-                Some(shape) => shape,
-                None => *shape.insert(clusters::query_shape(
-                    "simhash_matches_query",
-                    &batch,
-                    simhash64,
-                )),
-            };
-            if batch.is_empty() {
-                break;
-            }
-            while batch.next().is_some() {
-                let key = batch.get_datum_by_ordinal(1).ok().flatten();
-                let fp = batch.get_datum_by_ordinal(2).ok().flatten();
-                if let (Some(key), Some(fp)) = (key, fp) {
-                    let key = clusters::integer(key, key_type);
-                    set.within(clusters::integer(fp, fp_type) as u64, |pos, d| {
-                        let slot = &mut best[pos as usize];
-                        if slot.is_none_or(|(k0, _)| key < k0) {
-                            *slot = Some((key, d));
-                        }
-                    });
-                }
-            }
-            // SAFETY: as in simhash_clusters_query: the batch just read,
-            // not read again.
-            unsafe { pgrx::pg_sys::SPI_freetuptable(pgrx::pg_sys::SPI_tuptable) };
-            pgrx::check_for_interrupts!();
-        }
-    });
+    let best = best_matches("simhash_matches_query", query, &set, ns.len());
     TableIterator::new(
         ns.into_iter()
             .zip(best)
             .filter_map(|(n, best)| best.map(|(key, d)| (n, key, d as i32))),
     )
+}
+
+/// The rows of a batch (`n[i]`, `key[i]`, `fp[i]`) that one-at-a-time
+/// guarded inserts in the order of `n` would skip, each with the key it
+/// matched (of a target row `query` returns, or of an earlier kept batch
+/// row) and the distance: the target is read once against the batch's
+/// first copies held in memory ([`simhash_core::near::Batch`]). For
+/// `simhash_insert_new`'s unverified load when it reads the target.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile, strict, parallel_unsafe, sql = false)]
+fn simhash_batch_skips(
+    query: &str,
+    n: Array<'_, i64>,
+    key: Array<'_, i64>,
+    fp: Array<'_, i64>,
+    k: i32,
+) -> TableIterator<
+    'static,
+    (
+        name!(n, i64),
+        name!(matched, Option<i64>),
+        name!(distance, i32),
+    ),
+> {
+    const WHAT: &str = "simhash_batch_skips";
+    if key.len() != n.len() {
+        errors::batch_keys_mismatch(WHAT, n.len(), key.len());
+    }
+    let (ns, fps) = batch_of(WHAT, &n, &fp);
+    if ns.len() != n.len() {
+        errors::batch_nulls(WHAT);
+    }
+    let keys: Vec<Option<i64>> = key.iter().collect();
+    let batch = u32::try_from(k)
+        .map_err(|_| NearError::Refused)
+        .and_then(|k| Batch::new(&ns, &keys, &fps, k))
+        .unwrap_or_else(|e| near_failed(WHAT, e, k, ns.len()));
+    drop((ns, keys, fps));
+    let best = best_matches(WHAT, query, batch.firsts(), batch.first_count());
+    let skipped = batch
+        .skipped(&best, &mut || {
+            pgrx::check_for_interrupts!();
+            true
+        })
+        .unwrap_or_else(|e| near_failed(WHAT, e, k, best.len()));
+    TableIterator::new(skipped.into_iter().map(|(n, m, d)| (n, m, d as i32)))
 }
 
 /// Whether `simhash_insert_new` should read the target once rather than
