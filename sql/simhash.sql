@@ -969,7 +969,12 @@ BEGIN
         RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
     END IF;
     src := format('SELECT * FROM %s', source);
-    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', target);
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', target);
+    EXCEPTION WHEN insufficient_privilege THEN
+        RAISE EXCEPTION '%', SQLERRM USING ERRCODE = '42501',
+            HINT = 'simhash_insert_new locks the target in SHARE ROW EXCLUSIVE mode, which needs UPDATE, DELETE or TRUNCATE on it besides INSERT and SELECT.';
+    END;
     -- The fingerprint of each source row: the target's generation
     -- expression over the source's columns, or the source's own column.
     IF generated = 's' THEN

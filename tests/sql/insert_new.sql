@@ -135,6 +135,64 @@ SELECT * FROM simhash_batch_skips($$SELECT * FROM (VALUES (100::bigint, '0000000
                                   ARRAY[3, 1, 2, 4, 5], ARRAY[NULL, 11, 12, 13, 14], ARRAY[1, 7, 3, 1, 241], 1)
 ORDER BY n;
 
+-- A partitioned target, read once and probed, and the load as a prepared
+-- statement (run past the point where a generic plan may be chosen): the
+-- same rows as one at a time, into the partitions the rows belong to.
+CREATE TABLE lp (id bigint, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED)
+    PARTITION BY RANGE (id);
+CREATE TABLE lp_low PARTITION OF lp FOR VALUES FROM (MINVALUE) TO (1000);
+CREATE TABLE lp_high PARTITION OF lp FOR VALUES FROM (1000) TO (MAXVALUE);
+SELECT count(*) FROM simhash_add_bands('lp', 'fp');
+INSERT INTO lp (id, body) SELECT id, body FROM lt WHERE id <= 300 AND id % 3 = 0;
+ANALYZE lp;
+CREATE TABLE lp_src AS
+    SELECT id - CASE WHEN id > 2000 AND id % 2 = 0 THEN 1500 ELSE 0 END AS id, body FROM lt_src;
+CREATE TABLE lp_one (LIKE lp INCLUDING GENERATED);
+INSERT INTO lp_one (id, body) SELECT id, body FROM lp;
+SELECT simhash_add_guard('lp_one', 'fp', 3, 'skip');
+SET client_min_messages = warning;
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT * FROM lp_src ORDER BY id LOOP
+        INSERT INTO lp_one (id, body) VALUES (r.id, r.body);
+    END LOOP;
+END $$;
+RESET client_min_messages;
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('lp', 'lp_src', 3, 'id');
+SELECT (SELECT array_agg(id ORDER BY id) FROM lp) = (SELECT array_agg(id ORDER BY id) FROM lp_one) AS partitioned_read_same_as_one_at_a_time,
+       (SELECT count(*) FROM lp_low WHERE id > 300) > 0 AND (SELECT count(*) FROM lp_high) > 0 AS new_rows_in_both_partitions,
+       (SELECT count(*) FROM lp_one WHERE id > 300) < (SELECT count(*) FROM lp_src) AS some_skipped;
+DELETE FROM lp WHERE id > 300;
+SET simhash.load_check = probe;
+PREPARE load_lp(integer) AS SELECT * FROM simhash_insert_new('lp', 'lp_src', $1, 'id');
+DO $$
+BEGIN
+    FOR i IN 1..6 LOOP
+        DELETE FROM lp WHERE id > 300;
+        EXECUTE 'EXECUTE load_lp(3)';
+    END LOOP;
+END $$;
+RESET simhash.load_check;
+SELECT (SELECT array_agg(id ORDER BY id) FROM lp) = (SELECT array_agg(id ORDER BY id) FROM lp_one) AS prepared_probed_same_as_one_at_a_time;
+DEALLOCATE load_lp;
+-- A role with INSERT and SELECT only: the lock needs more, and says so.
+CREATE ROLE simhash_loader;
+GRANT INSERT, SELECT ON lp, lp_src TO simhash_loader;
+SET ROLE simhash_loader;
+DO $$
+DECLARE hint text;
+BEGIN
+    PERFORM * FROM simhash_insert_new('lp', 'lp_src', 3, 'id');
+EXCEPTION WHEN insufficient_privilege THEN
+    GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+    RAISE NOTICE '% %; hint: %', SQLSTATE, SQLERRM, hint;
+END $$;
+RESET ROLE;
+DROP TABLE lp, lp_src, lp_one;
+DROP ROLE simhash_loader;
+
 -- Bad input, each with its SQLSTATE.
 CREATE TABLE lt_nobands (id bigint, fp simhash64);
 CREATE TEMP VIEW lt_other_shape AS SELECT 1 AS x;
