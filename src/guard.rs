@@ -126,6 +126,10 @@ struct Guard {
     salt: u64,
     /// The statement's memory: the executor's per-query context.
     statement: pg_sys::MemoryContext,
+    /// The shard id when the table is a Citus shard (a reference table's
+    /// copy): the trigger's name there ends in it, and the error names
+    /// the trigger as the table the user made has it.
+    shard_id: Option<i64>,
 }
 
 thread_local! {
@@ -300,9 +304,13 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
                         ..keep
                     };
                 }
+                let trigger = CStr::from_ptr(keep.constraint).to_string_lossy();
                 let message = format!(
                     "duplicate key value violates near-unique constraint \"{}\"",
-                    CStr::from_ptr(keep.constraint).to_string_lossy()
+                    match guard.shard_id {
+                        Some(id) => simhash_core::guard::shell_name(&trigger, id),
+                        None => &trigger,
+                    }
                 );
                 let detail = guard.visible(found.key.is_some()).then(|| {
                     let mut d = format!(
@@ -406,7 +414,7 @@ impl Guard {
         let rel = (*data).tg_relation;
         let relid = (*rel).rd_id;
         let args = parse_args(trigger);
-        refuse_citus_shard(relid);
+        let shard_id = refuse_citus_shard(relid);
 
         let fp_attno = attnum(relid, &args.column).unwrap_or_else(|| {
             errors::guard_no_column(&args.column.to_string_lossy(), &relation_name(relid))
@@ -449,6 +457,7 @@ impl Guard {
             econtext,
             salt,
             statement,
+            shard_id,
         }));
         (*callback).func = Some(drop_guard);
         (*callback).arg = guard.cast();
@@ -993,22 +1002,25 @@ unsafe fn refuse_later_before_triggers(data: *mut pg_sys::TriggerData, updating:
 /// guard would see that shard only. A table's only shard (a reference
 /// table's copy on each node) holds every row, so it is checked as a
 /// table: each node's copy gets the same rows in the same order and comes
-/// to the same verdict.
-unsafe fn refuse_citus_shard(relid: Oid) {
+/// to the same verdict. Returns the shard's id when the table is such a
+/// shard.
+unsafe fn refuse_citus_shard(relid: Oid) -> Option<i64> {
     if pg_sys::get_extension_oid(c"citus".as_ptr(), true) == pg_sys::InvalidOid {
-        return;
+        return None;
     }
-    let Some(is_shard) = lookup_function(
+    let is_shard = lookup_function(
         Oid::from_u32(pg_sys::PG_CATALOG_NAMESPACE),
         "relation_is_a_known_shard",
         &[pg_sys::REGCLASSOID],
-    ) else {
-        return;
-    };
+    )?;
     let shard = pg_sys::OidFunctionCall1Coll(is_shard, pg_sys::InvalidOid, Datum::from(relid));
-    if shard.value() != 0 && !only_shard_of_its_table(relid) {
+    if shard.value() == 0 {
+        return None;
+    }
+    if !only_shard_of_its_table(relid) {
         errors::guard_on_citus_shard(&relation_name(relid));
     }
+    simhash_core::guard::citus_shard_id(&relation_name(relid))
 }
 
 /// Whether a Citus shard is its table's only shard, so that it holds all

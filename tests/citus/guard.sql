@@ -102,6 +102,25 @@ BEGIN
     END IF;
 END
 $$;
+-- The refusal comes through the coordinator named as the table has the
+-- guard (Citus names each copy's trigger with the shard id after it), and
+-- with its DETAIL. Citus passes on no table, schema or constraint field
+-- of a worker's error (its own unique violations neither).
+DO $$
+DECLARE
+    m text;
+    d text;
+BEGIN
+    INSERT INTO ref_docs SELECT 3000001, fp FROM ref_docs ORDER BY id LIMIT 1;
+    RAISE EXCEPTION 'a copy went into the reference table';
+EXCEPTION WHEN unique_violation THEN
+    GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
+    IF m <> 'duplicate key value violates near-unique constraint "fp_near_unique"'
+       OR d NOT LIKE 'Key (fp)=(%) is within distance 0 of (fp)=(%)%' THEN
+        RAISE EXCEPTION 'the refusal came as: % / %', m, d;
+    END IF;
+END
+$$;
 -- Every node's copy holds the same rows.
 DO $$
 BEGIN

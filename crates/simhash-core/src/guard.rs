@@ -65,6 +65,16 @@ pub fn citus_shard_id(relname: &str) -> Option<i64> {
     digits.parse().ok().filter(|&id| id > 0)
 }
 
+/// The name of an object of a Citus shard (a trigger, an index) as its
+/// table has it: Citus names a shard's copy `<name>_<shard id>`, and the
+/// suffix is taken off when it is there; any other name is as it is.
+pub fn shell_name(object: &str, shard_id: i64) -> &str {
+    object
+        .strip_suffix(&format!("_{shard_id}"))
+        .filter(|name| !name.is_empty())
+        .unwrap_or(object)
+}
+
 /// The 32-bit lock keys of `fp` for a guard of distance `k`, ascending and
 /// without repeats (locks are taken in this order). `salt` tells guards
 /// apart (the column, say); equal salts and `k` give equal keys.
@@ -252,5 +262,20 @@ mod tests {
                 "round {round}"
             );
         }
+    }
+
+    #[test]
+    fn shell_names_drop_the_shard_suffix_only() {
+        assert_eq!(
+            shell_name("fp_near_unique_102008", 102008),
+            "fp_near_unique"
+        );
+        assert_eq!(shell_name("fp_near_unique", 102008), "fp_near_unique");
+        assert_eq!(
+            shell_name("fp_near_unique_102009", 102008),
+            "fp_near_unique_102009"
+        );
+        assert_eq!(shell_name("_102008", 102008), "_102008");
+        assert_eq!(shell_name("x_1102008", 102008), "x_1102008");
     }
 }
