@@ -921,6 +921,7 @@ DECLARE
     verify_pairs text := '';
     n_in bigint;
     n_skip bigint;
+    n_changed bigint;
 BEGIN
     IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL OR key_col IS NULL THEN
         RAISE EXCEPTION 'simhash_insert_new: target, source, k, fp_col and key_col must not be NULL'
@@ -1131,9 +1132,31 @@ BEGIN
                            AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
                        work, key_col);
     END IF;
-    EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
-                   target, cols, cols, work);
-    GET DIAGNOSTICS n_in = ROW_COUNT;
+    -- A BEFORE INSERT row trigger of the target (or of a partition) other
+    -- than the guard may change a row after the check: then the stored
+    -- fingerprints are compared with the ones checked, and a load whose
+    -- rows went in with others fails whole.
+    IF EXISTS (SELECT FROM pg_trigger g
+               WHERE (g.tgrelid OPERATOR(pg_catalog.=) target OR g.tgrelid IN (SELECT p.relid FROM pg_partition_tree(target) p))
+                 AND NOT g.tgisinternal AND g.tgenabled OPERATOR(pg_catalog.<>) 'D'
+                 AND g.tgtype::integer OPERATOR(pg_catalog.&) 7 OPERATOR(pg_catalog.=) 7
+                 AND g.tgfoid OPERATOR(pg_catalog.<>) '@extschema@.simhash_near_unique()'::regprocedure) THEN
+        EXECUTE format('WITH ins AS (INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_temp.%3$I WHERE NOT simhash_skip
+                                     ORDER BY simhash_n RETURNING %4$I)
+                        SELECT (SELECT pg_catalog.count(*) FROM ins),
+                               (SELECT pg_catalog.count(*) FROM (SELECT %4$I FROM ins
+                                                        EXCEPT ALL SELECT simhash_fp FROM pg_temp.%3$I WHERE NOT simhash_skip) x)',
+                       target, cols, work, fp_col) INTO n_in, n_changed;
+        IF n_changed OPERATOR(pg_catalog.>) 0 THEN
+            RAISE EXCEPTION 'simhash_insert_new: a trigger on % changed the fingerprint of % rows after they were checked', target, n_changed
+                USING ERRCODE = '55000',
+                      HINT = 'The load checks the rows as the source gives them; load through a staging step that applies the change first, or disable that trigger for the load.';
+        END IF;
+    ELSE
+        EXECUTE format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
+                       target, cols, cols, work);
+        GET DIAGNOSTICS n_in = ROW_COUNT;
+    END IF;
     EXECUTE format('SELECT count(*) FROM pg_temp.%I WHERE simhash_skip', work) INTO n_skip;
     IF skipped_into IS NOT NULL THEN
         EXECUTE format('INSERT INTO %s (skipped, matched, distance) SELECT %I::bigint, simhash_match, simhash_dist

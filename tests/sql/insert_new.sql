@@ -193,6 +193,37 @@ RESET ROLE;
 DROP TABLE lp, lp_src, lp_one;
 DROP ROLE simhash_loader;
 
+-- Another BEFORE INSERT trigger on the target: one that leaves the text
+-- alone lets the load through; one that changes it after the check (here
+-- into a copy of a target row) makes the load fail whole (55000).
+CREATE TABLE lg (id bigint PRIMARY KEY, body text, note text,
+                 fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('lg', 'fp');
+INSERT INTO lg (id, body) VALUES (1, 'The harbour ferry will stop running at nine this winter, the council said.');
+CREATE TEMP TABLE lg_src (id bigint, body text);
+INSERT INTO lg_src VALUES (10, 'rewrite: a text the trigger replaces'),
+                          (11, 'Apples and pears were cheaper at the market on Sunday than a week before.');
+CREATE FUNCTION lg_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN NEW.note := 'seen'; RETURN NEW; END $$;
+CREATE TRIGGER lg_note BEFORE INSERT ON lg FOR EACH ROW EXECUTE FUNCTION lg_note();
+SELECT * FROM simhash_insert_new('lg', 'lg_src', 3, 'id');
+SELECT id, note FROM lg ORDER BY id;
+DELETE FROM lg WHERE id > 1;
+-- (Triggers fire with the load's search_path, pg_catalog and pg_temp: a
+-- trigger function that names a table without its schema brings its own.)
+CREATE FUNCTION lg_rewrite() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NEW.body LIKE 'rewrite:%' THEN
+        NEW.body := (SELECT body FROM lg WHERE id = 1);
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER lg_rewrite BEFORE INSERT ON lg FOR EACH ROW EXECUTE FUNCTION lg_rewrite();
+SELECT outcome($$SELECT * FROM simhash_insert_new('lg', 'lg_src', 3, 'id')$$);
+SELECT count(*) AS rows_after_the_failed_load FROM lg;
+DROP TABLE lg;
+DROP FUNCTION lg_note(), lg_rewrite();
+
 -- Bad input, each with its SQLSTATE.
 CREATE TABLE lt_nobands (id bigint, fp simhash64);
 CREATE TEMP VIEW lt_other_shape AS SELECT 1 AS x;
