@@ -206,12 +206,14 @@ INSERT INTO lg_src VALUES (10, 'rewrite: a text the trigger replaces'),
 CREATE FUNCTION lg_note() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN NEW.note := 'seen'; RETURN NEW; END $$;
 CREATE TRIGGER lg_note BEFORE INSERT ON lg FOR EACH ROW EXECUTE FUNCTION lg_note();
+SELECT current_setting('search_path') AS path_before \gset
 SELECT * FROM simhash_insert_new('lg', 'lg_src', 3, 'id');
 SELECT id, note FROM lg ORDER BY id;
+SELECT current_setting('search_path') = :'path_before' AS search_path_as_before;
 DELETE FROM lg WHERE id > 1;
--- (Triggers fire with the load's search_path, pg_catalog and pg_temp: a
--- trigger function that names a table without its schema brings its own.)
-CREATE FUNCTION lg_rewrite() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+-- (Its triggers fire with the caller's search_path, as under a plain
+-- INSERT: this one names its table without the schema.)
+CREATE FUNCTION lg_rewrite() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.body LIKE 'rewrite:%' THEN
         NEW.body := (SELECT body FROM lg WHERE id = 1);

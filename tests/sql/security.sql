@@ -81,6 +81,9 @@ CREATE TABLE sec_docs (id bigint PRIMARY KEY, body text,
                        fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
 CREATE TABLE sec_bits (id int, bits bit(64), short bit(3));
 INSERT INTO sec_bits VALUES (1, x'0123456789abcdef', b'101');
+CREATE TABLE sec_batch (id bigint, body text);
+INSERT INTO sec_batch VALUES (3, '国务院总理今天会见了来访的日本客人，双方交换了意见。'),
+                             (4, '上海明天有小雨，气温比今天低五度左右。');
 
 -- Every entry point, with the hostile schema first and pg_catalog after it.
 SET search_path = hostile, public, pg_catalog;
@@ -108,6 +111,16 @@ INSERT INTO sec_docs (id, body) VALUES (1, '国务院总理今天会见了来访
 SELECT simhash_skipped() AS skipped_after_report, simhash_skipped(true) AS reset;
 SELECT count(*) AS clustered FROM simhash_clusters('sec_docs', 'fp', 3);
 SELECT count(*) AS clustered_query FROM simhash_clusters_query('SELECT id, fp FROM sec_docs', 3, true);
+-- The load: its insert runs with the caller's path (the hostile one), as
+-- a plain INSERT would; nothing it runs may come from there.
+SET simhash.load_check = probe;
+SELECT * FROM simhash_insert_new('sec_docs', 'sec_batch', 3, 'id');
+DELETE FROM sec_docs WHERE id > 2;
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('sec_docs', 'sec_batch', 3, 'id');
+RESET simhash.load_check;
+SELECT current_setting('search_path') AS path_after_the_load;
+DELETE FROM sec_docs WHERE id > 2;
 SELECT simhash_band_layouts('sec_docs', 'fp') AS layouts,
        (SELECT count(*) FROM simhash_band_indexes('sec_docs', 'fp')) AS listed,
        simhash_table_rows('sec_docs') >= 0 AS rows_known,
@@ -127,8 +140,10 @@ RESET search_path;
 SELECT what, count(*) FROM hostile.calls GROUP BY what ORDER BY what;
 SELECT count(*) AS hijacked_calls FROM hostile.calls;
 
--- The PL/pgSQL functions pin their path; the SQL functions name every
--- object with its schema (simhash_clusters is also parsed at creation).
+-- The PL/pgSQL functions pin their path (simhash_insert_new in its first
+-- statement, so that its insert runs with the caller's, above); the SQL
+-- functions name every object with its schema (simhash_clusters is also
+-- parsed at creation).
 SELECT p.proname, l.lanname AS language,
        coalesce(array_to_string(p.proconfig, ', '), '') AS config,
        p.prosqlbody IS NOT NULL AS atomic_body
