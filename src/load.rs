@@ -1,6 +1,7 @@
 //! The glue of `simhash_insert_new`: the batch's pairs within `k`
 //! (`simhash_near_pairs`, [`simhash_core::near`]), its check against a
-//! target read once (`simhash_matches_query`) or probed (chosen by
+//! target read once (`simhash_batch_skips`, which settles the whole batch
+//! in that pass; `simhash_matches_query` is the check alone) or probed (chosen by
 //! `simhash.load_check` and `simhash_load_scans`), and the ordering rule:
 //! the batch's pairs of neighbours come in as two arrays, and which rows
 //! one-at-a-time guarded inserts would skip comes out
