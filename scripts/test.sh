@@ -108,6 +108,8 @@ for v in $PG_VERSIONS; do
     "$ROOT/scripts/regress.sh"
     log "PostgreSQL $v: concurrent ingest through the near-unique trigger"
     "$ROOT/tests/concurrency.sh"
+    log "PostgreSQL $v: concurrent loads at every isolation level"
+    "$ROOT/tests/load_isolation.sh"
     log "PostgreSQL $v: upgrades from every earlier release"
     "$ROOT/tests/upgrade.sh"
     log "PostgreSQL $v: dump and restore"

@@ -706,6 +706,9 @@ CREATE FUNCTION simhash_add_guard(tbl regclass, col name DEFAULT 'fp', k integer
     RETURNS name
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
+    -- The threshold goes into the trigger's arguments as text: with every
+    -- digit, whatever the session's extra_float_digits.
+    SET extra_float_digits = 3
 AS $$
 DECLARE
     owner oid;
@@ -739,6 +742,18 @@ BEGIN
             USING ERRCODE = '0A000',
                   DETAIL = 'On a distributed table with more than one shard the guard would check one shard at a time, not the table.',
                   HINT = 'Load with simhash_insert_new(), guard a reference table, or find near-duplicates after loading with simhash_clusters().';
+    END IF;
+    -- Two columns whose names share their first 40 characters would get
+    -- the same trigger name, and the second guard would replace the first.
+    IF EXISTS (SELECT FROM pg_trigger g
+                WHERE g.tgrelid = tbl AND g.tgname = guard
+                  AND g.tgfoid = '@extschema@.simhash_near_unique()'::regprocedure
+                  AND pg_catalog.substring(g.tgargs, 1, pg_catalog.octet_length(col::text) OPERATOR(pg_catalog.+) 1)
+                      IS DISTINCT FROM pg_catalog.convert_to(col::text, pg_catalog.getdatabaseencoding()) OPERATOR(pg_catalog.||) '\x00'::bytea) THEN
+        RAISE EXCEPTION 'simhash_add_guard(): the trigger "%" of % already guards another column', guard, tbl
+            USING ERRCODE = '42710',
+                  DETAIL = format('Its name is made of the first 40 characters of the column''s name, which %I shares.', col),
+                  HINT = 'Rename one of the columns, or drop the other guard first.';
     END IF;
     -- A Citus table with one shard (a reference table, whose every node
     -- holds all rows): the triggers go onto its shards, which Citus allows
@@ -856,6 +871,21 @@ CREATE FUNCTION simhash_batch_skips(query text, n bigint[], key bigint[], fp big
     AS 'MODULE_PATHNAME', 'simhash_batch_skips_wrapper'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
+-- Whether the transaction's snapshot cannot see a row version made by
+-- transaction xid (a row's xmin as a number): always false under READ
+-- COMMITTED. For simhash_insert_new under REPEATABLE READ and SERIALIZABLE.
+CREATE FUNCTION simhash_xid_unseen(xid bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_xid_unseen_wrapper'
+    LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+
+-- Whether query returns a row when run with a snapshot taken now rather
+-- than the transaction's. For simhash_insert_new under REPEATABLE READ and
+-- SERIALIZABLE: the target's rows its check must see, as a unique index
+-- sees them.
+CREATE FUNCTION simhash_latest_rows(query text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_latest_rows_wrapper'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
 -- Whether simhash_insert_new reads the target once rather than probe its
 -- band indexes per batch row: the cheaper by estimate. A target in
 -- several shards (Citus) is probed in each of them, and read through the
@@ -907,6 +937,8 @@ CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer D
     -- JIT compiles each of its statements for longer than they run (0.17 s
     -- of 2.0 s in bench/insert_new.sh).
     SET jit = off
+    -- The threshold goes into its statements as text: with every digit.
+    SET extra_float_digits = 3
 AS $$
 DECLARE
     caller_path text := pg_catalog.current_setting('search_path');
@@ -970,8 +1002,12 @@ BEGIN
             RAISE EXCEPTION 'simhash_insert_new: the similarity threshold must be from 0 to 1, not %', threshold
                 USING ERRCODE = '22023';
         END IF;
-        verify_ts := format(' AND @extschema@.simhash_similarity(t.%I, s2.%I) OPERATOR(pg_catalog.>=) %s', text_col, text_col, threshold);
-        verify_xy := format(' AND @extschema@.simhash_similarity(x.%I, y.%I) OPERATOR(pg_catalog.>=) %s', text_col, text_col, threshold);
+        -- A NULL text on either side: the candidate counts by its
+        -- fingerprint alone, as the verified guard counts it.
+        verify_ts := format(' AND (t.%1$I IS NULL OR s2.%1$I IS NULL OR @extschema@.simhash_similarity(t.%1$I, s2.%1$I) OPERATOR(pg_catalog.>=) %2$L::pg_catalog.float8)',
+                            text_col, threshold);
+        verify_xy := format(' AND (x.%1$I IS NULL OR y.%1$I IS NULL OR @extschema@.simhash_similarity(x.%1$I, y.%1$I) OPERATOR(pg_catalog.>=) %2$L::pg_catalog.float8)',
+                            text_col, threshold);
     END IF;
     IF source = target THEN
         RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
@@ -1044,12 +1080,14 @@ BEGIN
         IF check_mode = 'auto' THEN
             IF citus_target THEN
                 -- The rows of every shard, as its node's statistics have them;
-                -- a shard never analyzed makes the sum unknown.
+                -- a shard never analyzed makes the sum unknown. Citus puts
+                -- each shard's name into the command with format(), so %L
+                -- makes it a quoted literal, whatever the name holds.
                 EXECUTE 'SELECT pg_catalog.count(*)::integer,
                                 CASE WHEN pg_catalog.bool_and(x OPERATOR(pg_catalog.>=) 0) THEN pg_catalog.sum(x) ELSE -1 END
                            FROM (SELECT CASE WHEN r.success THEN r.result::pg_catalog.float8 ELSE -1 END AS x
                                    FROM pg_catalog.run_command_on_shards($1,
-                                        $c$SELECT reltuples FROM pg_catalog.pg_class WHERE oid = $q$%s$q$::pg_catalog.regclass$c$) r) s'
+                                        $c$SELECT reltuples FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass$c$) r) s'
                     INTO shards, target_rows USING target;
             ELSE
                 SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
@@ -1068,7 +1106,7 @@ BEGIN
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.matched, simhash_dist = m.distance
                           FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$I::pg_catalog.int8) AS keys,
                                        pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
-                                  FROM pg_temp.%1$I) a,
+                                  FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) a,
                                LATERAL @extschema@.simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
                          WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
                        work, format('SELECT t.%I::pg_catalog.int8, t.%I FROM %s t', key_col, fp_col, target), k, key_col);
@@ -1078,7 +1116,7 @@ BEGIN
         -- not sorted back for the insert.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_first = f.first
                           FROM (SELECT simhash_n, pg_catalog.min(simhash_n) OVER (PARTITION BY simhash_fp%2$s) AS first
-                                  FROM pg_temp.%1$I) f
+                                  FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) f
                          WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
                        work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
         IF NOT citus_target THEN
@@ -1138,6 +1176,27 @@ BEGIN
                          WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
                            AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
                        work, key_col);
+    END IF;
+    -- Under REPEATABLE READ and SERIALIZABLE the checks above saw the
+    -- target as the transaction's snapshot shows it, which may be older
+    -- than the lock: a row committed since (by a load or an insert this
+    -- one waited for) is not in it. Such a row within k of the batch is
+    -- looked for with a snapshot taken now, and the load fails with 40001
+    -- as an insert into a unique index fails against a row its snapshot
+    -- cannot see: retry the transaction. (Citus: each worker's snapshot is
+    -- its own; not checked.)
+    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
+       AND NOT citus_target
+       AND @extschema@.simhash_latest_rows(format(
+               'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM %4$s t
+                   WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s
+                     AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s LIMIT 1) t
+                 WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
+               work, key_col, fp_col, target, k, verify_ts)) THEN
+        RAISE EXCEPTION 'could not serialize access due to concurrent update'
+            USING ERRCODE = '40001',
+                  DETAIL = format('simhash_insert_new: a row of %s within distance %s of the batch was committed after this transaction''s snapshot was taken.', target, k),
+                  HINT = 'Retry the transaction, or load under READ COMMITTED, where the load checks what is committed when it holds the lock.';
     END IF;
     -- A BEFORE INSERT row trigger of the target (or of a partition) other
     -- than the guard may change a row after the check: then the stored
@@ -1279,6 +1338,8 @@ CREATE FUNCTION simhash_clusters(tbl regclass, fp_col name, k integer,
     RETURNS TABLE (id bigint, cluster bigint)
     LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
     SET search_path = pg_catalog, pg_temp
+    -- The threshold goes into its statements as text: with every digit.
+    SET extra_float_digits = 3
 AS $$
 DECLARE
     distributed boolean := false;

@@ -120,14 +120,20 @@ const BYTES_PER_ROW: i64 = 75;
 
 /// simhash.cluster_memory in bytes, and as set (default 1GB).
 fn cluster_memory(client: &pgrx::spi::SpiClient<'_>) -> (i64, String) {
+    memory_setting(client, "simhash.cluster_memory")
+}
+
+/// A memory setting (`simhash.cluster_memory`, `simhash.load_memory`) in
+/// bytes, and as set (default 1GB).
+pub(crate) fn memory_setting(client: &pgrx::spi::SpiClient<'_>, name: &str) -> (i64, String) {
     let row = client
         .select(
             "SELECT s, pg_catalog.pg_size_bytes(s) FROM (SELECT COALESCE(NULLIF(\
-             pg_catalog.current_setting('simhash.cluster_memory', true), ''), '1GB') AS s) x",
+             pg_catalog.current_setting($1, true), ''), '1GB') AS s) x",
             Some(1),
-            &[],
+            &[name.into()],
         )
-        .unwrap_or_else(|e| errors::spi_failed("simhash.cluster_memory", &e));
+        .unwrap_or_else(|e| errors::spi_failed(name, &e));
     let row = row.first();
     let text = row
         .get::<String>(1)

@@ -193,28 +193,49 @@ pub fn spi_failed(what: &str, e: &pgrx::spi::SpiError) -> ! {
 /// one listing holds (each row is held in memory until the set is
 /// returned).
 pub fn too_many_features(limit: usize) -> ! {
+    too_many_features_in("simhash_features", limit)
+}
+
+/// 54000: `simhash_features` or `simhash_explain` (`what`) on a text with
+/// more distinct features than one call holds.
+pub fn too_many_features_in(what: &str, limit: usize) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-        format!("simhash_features: text has more than {limit} distinct features"),
+        format!("{what}: text has more than {limit} distinct features"),
         Some(format!(
-            "One call lists at most {limit} distinct features, of at most {} bytes in all.",
+            "One call holds at most {limit} distinct features, of at most {} bytes in all.",
             simhash_core::fingerprint::MAX_FEATURE_BYTES
         )),
-        Some("Call it on a shorter part of the text; simhash() itself has no such limit."),
+        Some(features_hint(what)),
     )
+}
+
+/// What to do instead, for the function that hit a features limit.
+fn features_hint(what: &str) -> &'static str {
+    if what == "simhash_explain" {
+        "Explain shorter parts of the texts; simhash_similarity() and simhash() have no such limit."
+    } else {
+        "Call it on a shorter part of the text; simhash() itself has no such limit."
+    }
 }
 
 /// 54000: `simhash_features` on a text whose distinct features are more
 /// bytes in all than one listing holds.
 pub fn features_too_long(limit: usize) -> ! {
+    features_too_long_in("simhash_features", limit)
+}
+
+/// 54000: `simhash_features` or `simhash_explain` (`what`) on a text whose
+/// distinct features take more bytes than one call holds.
+pub fn features_too_long_in(what: &str, limit: usize) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-        format!("simhash_features: the distinct features of the text are more than {limit} bytes"),
+        format!("{what}: the distinct features of the text are more than {limit} bytes"),
         Some(format!(
-            "One call lists at most {} distinct features, of at most {limit} bytes in all.",
+            "One call holds at most {} distinct features, of at most {limit} bytes in all.",
             simhash_core::fingerprint::MAX_FEATURES
         )),
-        Some("Call it on a shorter part of the text; simhash() itself has no such limit."),
+        Some(features_hint(what)),
     )
 }
 
@@ -441,6 +462,36 @@ pub fn pglz_corrupt() -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
         "compressed pglz data is corrupt".into(),
+        None,
+        None,
+    )
+}
+
+/// 53200: a load's pairs within its batch past `simhash.load_memory`.
+pub fn load_pairs_exceeded(what: &str, cap: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        format!("{what}: the batch's pairs within k need more than simhash.load_memory ({cap})"),
+        Some("Each pair of batch rows within k of each other takes about 48 bytes.".into()),
+        Some("Raise simhash.load_memory, load in smaller batches, or load without verification, which settles the batch without holding its pairs."),
+    )
+}
+
+/// 22023: a query text with a NUL byte.
+pub fn nul_in_query(what: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("{what}: the query contains a NUL byte"),
+        None,
+        None,
+    )
+}
+
+/// 42601 (or the class SPI names): a query SPI could not plan or run.
+pub fn spi_code_failed(what: &str, code: i32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+        format!("{what}: could not run the query (SPI result {code})"),
         None,
         None,
     )

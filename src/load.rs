@@ -9,7 +9,10 @@
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
-use simhash_core::near::{pairs_within, scan_is_cheaper, BandSet, Batch, NearError, MAX_BATCH};
+use simhash_core::near::{
+    keep_smallest_key, pairs_within, scan_is_cheaper, BandSet, Batch, NearError, TargetMatch,
+    MAX_BATCH,
+};
 use simhash_core::probe::MAX_PROBED_K;
 
 use crate::{clusters, errors};
@@ -92,9 +95,27 @@ fn near_failed(what: &str, e: NearError, k: i32, rows: usize) -> ! {
     match e {
         NearError::Refused => errors::load_distance_out_of_range(what, k, MAX_PROBED_K),
         NearError::OutOfMemory => errors::out_of_memory(what, rows),
+        NearError::TooManyPairs => errors::load_pairs_exceeded(what, &load_memory().1),
         // The checks here never say stop: a cancel leaves by PostgreSQL's error.
         NearError::Interrupted => unreachable!("never interrupted"),
     }
+}
+
+/// `simhash.load_memory` in bytes and as set (default 1GB): what a load's
+/// pairs within the batch may take.
+fn load_memory() -> (i64, String) {
+    Spi::connect(|client| clusters::memory_setting(client, "simhash.load_memory"))
+}
+
+/// What one pair of the batch takes in memory, all told: 12 bytes found,
+/// then its row of the result and the two arrays the SQL step builds.
+const PAIR_BYTES: i64 = 48;
+
+/// The check a search calls as it works: PostgreSQL's interrupts (a
+/// cancel leaves by its error, so the search is never told to stop).
+fn interrupts() -> bool {
+    pgrx::check_for_interrupts!();
+    true
 }
 
 /// The index of a batch's fingerprints for `k`.
@@ -119,11 +140,9 @@ fn simhash_near_pairs(
     if !(0..=MAX_PROBED_K as i32).contains(&k) {
         errors::load_distance_out_of_range("simhash_near_pairs", k, MAX_PROBED_K);
     }
-    let pairs = pairs_within(&fps, k as u32, &mut || {
-        pgrx::check_for_interrupts!();
-        true
-    })
-    .unwrap_or_else(|e| near_failed("simhash_near_pairs", e, k, fps.len()));
+    let max_pairs = usize::try_from(load_memory().0 / PAIR_BYTES).unwrap_or(0);
+    let pairs = pairs_within(&fps, k as u32, max_pairs, &mut interrupts)
+        .unwrap_or_else(|e| near_failed("simhash_near_pairs", e, k, fps.len()));
     TableIterator::new(pairs.into_iter().map(move |(i, j, d)| {
         let (a, b) = (ns[i as usize], ns[j as usize]);
         (a.max(b), a.min(b), d as i32)
@@ -135,8 +154,9 @@ const FETCH: i64 = 50_000;
 
 /// Reads `(key, fp)` rows from `query` (the target) once, `FETCH` rows at
 /// a time, and calls `chunk(keys, fps)` for each batch of rows read
-/// (rows with a NULL left out).
-fn read_target(what: &str, query: &str, mut chunk: impl FnMut(&[i64], &[u64])) {
+/// (rows with a NULL fingerprint left out; a NULL key is `None`: such a
+/// row is checked as the guard checks it, by its fingerprint).
+fn read_target(what: &str, query: &str, mut chunk: impl FnMut(&[Option<i64>], &[u64])) {
     let (mut keys, mut fps) = (Vec::new(), Vec::new());
     Spi::connect(|client| {
         let simhash64 = clusters::simhash64_type(client);
@@ -162,8 +182,8 @@ fn read_target(what: &str, query: &str, mut chunk: impl FnMut(&[i64], &[u64])) {
             while batch.next().is_some() {
                 let key = batch.get_datum_by_ordinal(1).ok().flatten();
                 let fp = batch.get_datum_by_ordinal(2).ok().flatten();
-                if let (Some(key), Some(fp)) = (key, fp) {
-                    keys.push(clusters::integer(key, key_type));
+                if let Some(fp) = fp {
+                    keys.push(key.map(|key| clusters::integer(key, key_type)));
                     fps.push(clusters::integer(fp, fp_type) as u64);
                 }
             }
@@ -178,20 +198,19 @@ fn read_target(what: &str, query: &str, mut chunk: impl FnMut(&[i64], &[u64])) {
 
 /// For each query row, the smallest key (and its distance) among the
 /// target rows `query` returns within `k` of it, looked up in `set`.
-fn best_matches(what: &str, query: &str, set: &BandSet, rows: usize) -> Vec<Option<(i64, u32)>> {
-    let mut best: Vec<Option<(i64, u32)>> = Vec::new();
+fn best_matches(what: &str, query: &str, set: &BandSet, rows: usize) -> Vec<TargetMatch> {
+    let mut best: Vec<TargetMatch> = Vec::new();
     if best.try_reserve(rows).is_err() {
         errors::out_of_memory(what, rows);
     }
     best.resize(rows, None);
     read_target(what, query, |keys, fps| {
-        set.within_each(fps, |q, pos, d| {
-            let key = keys[q];
-            let slot = &mut best[pos as usize];
-            if slot.is_none_or(|(k0, _)| key < k0) {
-                *slot = Some((key, d));
-            }
-        });
+        set.within_each(
+            fps,
+            |q, pos, d| keep_smallest_key(&mut best[pos as usize], keys[q], d),
+            &mut interrupts,
+        )
+        .unwrap_or_else(|e| near_failed(what, e, MAX_PROBED_K as i32, rows));
     });
     best
 }
@@ -208,7 +227,7 @@ fn simhash_matches_query(
     n: Array<'_, i64>,
     fp: Array<'_, i64>,
     k: i32,
-) -> TableIterator<'static, (name!(n, i64), name!(key, i64), name!(distance, i32))> {
+) -> TableIterator<'static, (name!(n, i64), name!(key, Option<i64>), name!(distance, i32))> {
     let (ns, fps) = batch_of("simhash_matches_query", &n, &fp);
     let set = band_set("simhash_matches_query", &fps, k);
     drop(fps);
@@ -258,10 +277,7 @@ fn simhash_batch_skips(
     drop((ns, keys, fps));
     let best = best_matches(WHAT, query, batch.firsts(), batch.first_count());
     let skipped = batch
-        .skipped(&best, &mut || {
-            pgrx::check_for_interrupts!();
-            true
-        })
+        .skipped(&best, &mut interrupts)
         .unwrap_or_else(|e| near_failed(WHAT, e, k, best.len()));
     TableIterator::new(skipped.into_iter().map(|(n, m, d)| (n, m, d as i32)))
 }
@@ -276,4 +292,74 @@ fn simhash_load_scans(target_rows: f64, batch_rows: f64, k: i32, shards: i32) ->
         (Ok(k), Ok(shards)) => scan_is_cheaper(target_rows, batch_rows, k, shards),
         _ => false,
     }
+}
+
+/// Whether the transaction's snapshot cannot see the row version made by
+/// transaction `xid` (a target row's `xmin`, as a number): it committed,
+/// or was running, after the snapshot was taken. Always false under READ
+/// COMMITTED, where each statement sees what committed before it. For
+/// `simhash_insert_new` under REPEATABLE READ and SERIALIZABLE: a row it
+/// must check against that its snapshot does not show.
+///
+/// A frozen row's raw `xmin` could alias a recent transaction only after
+/// 2^32 transactions; the window looked at is from the snapshot's oldest
+/// running transaction to the next one to start.
+#[pg_extern(stable, strict, parallel_restricted, sql = false)]
+fn simhash_xid_unseen(xid: i64) -> bool {
+    let Ok(xid) = u32::try_from(xid) else {
+        return false;
+    };
+    // SAFETY: reads the session's isolation level and its transaction
+    // snapshot (registered by PostgreSQL for the transaction under
+    // REPEATABLE READ and SERIALIZABLE); the transam functions take any xid.
+    unsafe {
+        if pg_sys::XactIsoLevel < pg_sys::XACT_REPEATABLE_READ as i32 {
+            return false;
+        }
+        let xid = pg_sys::TransactionId::from(xid);
+        if !pg_sys::TransactionIdIsNormal(xid) || pg_sys::TransactionIdIsCurrentTransactionId(xid) {
+            return false;
+        }
+        let next = pg_sys::TransactionId::from(pg_sys::ReadNextFullTransactionId().value as u32);
+        let snapshot = pg_sys::GetTransactionSnapshot();
+        pg_sys::TransactionIdPrecedes(xid, next)
+            && !pg_sys::TransactionIdPrecedes(xid, (*snapshot).xmin)
+            && pg_sys::XidInMVCCSnapshot(xid, snapshot)
+    }
+}
+
+/// Whether `query` (rows of a fingerprint: `simhash64` or `bigint`), run
+/// with a snapshot taken now rather than the transaction's, returns a row.
+/// For `simhash_insert_new` under REPEATABLE READ and SERIALIZABLE, after
+/// it holds the target's lock: the target's rows within `k` of the batch
+/// that the transaction's snapshot cannot see (`simhash_xid_unseen`), as a
+/// unique index sees them.
+#[pg_extern(volatile, strict, parallel_unsafe, sql = false)]
+fn simhash_latest_rows(query: &str) -> bool {
+    const WHAT: &str = "simhash_latest_rows";
+    let query = std::ffi::CString::new(query).unwrap_or_else(|_| errors::nul_in_query(WHAT));
+    Spi::connect(|_client| {
+        // SAFETY: inside a connected SPI session; the plan is SPI's and
+        // freed with it; GetLatestSnapshot's snapshot is copied by SPI.
+        unsafe {
+            let plan = pg_sys::SPI_prepare(query.as_ptr(), 0, std::ptr::null_mut());
+            if plan.is_null() {
+                errors::spi_code_failed(WHAT, pg_sys::SPI_result);
+            }
+            let rc = pg_sys::SPI_execute_snapshot(
+                plan,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                pg_sys::GetLatestSnapshot(),
+                std::ptr::null_mut(),
+                true,
+                false,
+                1,
+            );
+            if rc != pg_sys::SPI_OK_SELECT as i32 {
+                errors::spi_code_failed(WHAT, rc);
+            }
+            pg_sys::SPI_processed > 0
+        }
+    })
 }

@@ -127,8 +127,12 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
         });
     let e = match explained {
         Ok(e) => e,
-        Err(simhash_core::FeaturesError::TooMany { limit }) => errors::too_many_features(limit),
-        Err(simhash_core::FeaturesError::TooLong { limit }) => errors::features_too_long(limit),
+        Err(simhash_core::FeaturesError::TooMany { limit }) => {
+            errors::too_many_features_in("simhash_explain", limit)
+        }
+        Err(simhash_core::FeaturesError::TooLong { limit }) => {
+            errors::features_too_long_in("simhash_explain", limit)
+        }
         Err(simhash_core::FeaturesError::Interrupted) => unreachable!("never interrupted"),
     };
     let (k, threshold) = (VERIFY_K.get(), THRESHOLD.get());

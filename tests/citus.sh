@@ -121,6 +121,7 @@ DROP TABLE ref_race;
 SQL
 run_sql verified.sql
 run_sql insert_new.sql
+run_sql names.sql
 
 # simhash_insert_new into a distributed table, 8 sessions at once: each
 # loads a batch of its own near-copy of one text (distance 1 or 2 from the

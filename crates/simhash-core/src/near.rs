@@ -53,6 +53,10 @@ const LINE: usize = 64 / std::mem::size_of::<u64>();
 /// 300,000 and 1.63x at 1,000,000).
 const PREFETCH_FROM: usize = 200_000;
 
+/// Fingerprints compared between two calls of a search's check: about
+/// 2 ms of work on one core.
+pub const CHECK_WORK: usize = 1 << 20;
+
 /// A batch larger than this (positions are 32-bit) is refused.
 pub const MAX_BATCH: usize = u32::MAX as usize;
 
@@ -65,6 +69,8 @@ pub enum NearError {
     OutOfMemory,
     /// The caller's check said stop.
     Interrupted,
+    /// More pairs within `k` than the caller's bound.
+    TooManyPairs,
 }
 
 /// A zeroed vector of `n` items, or [`NearError::OutOfMemory`].
@@ -138,17 +144,15 @@ impl BandSet {
 
     /// Calls `found(position, distance)` once for each fingerprint of the
     /// batch within `k` of `fp`, in no particular order.
-    pub fn within(&self, fp: u64, mut found: impl FnMut(u32, u32)) {
+    /// Returns how many fingerprints it compared (the work done).
+    pub fn within(&self, fp: u64, mut found: impl FnMut(u32, u32)) -> usize {
         #[cfg(target_arch = "x86_64")]
         if self.popcnt {
             // SAFETY: the processor was seen to have `popcnt` in `new`.
             #[allow(unsafe_code)]
-            unsafe {
-                self.within_popcnt(fp, &mut found)
-            };
-            return;
+            return unsafe { self.within_popcnt(fp, &mut found) };
         }
-        self.within_any(fp, &mut found);
+        self.within_any(fp, &mut found)
     }
 
     /// [`BandSet::within`] compiled with `popcnt`: one instruction per
@@ -156,18 +160,20 @@ impl BandSet {
     /// the time of a large batch).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "popcnt")]
-    fn within_popcnt(&self, fp: u64, found: &mut impl FnMut(u32, u32)) {
-        self.within_any(fp, found);
+    fn within_popcnt(&self, fp: u64, found: &mut impl FnMut(u32, u32)) -> usize {
+        self.within_any(fp, found)
     }
 
     #[inline(always)]
-    fn within_any(&self, fp: u64, found: &mut impl FnMut(u32, u32)) {
+    fn within_any(&self, fp: u64, found: &mut impl FnMut(u32, u32)) -> usize {
+        let mut work = 0;
         for b in 0..BANDS as usize {
             let own = band_of(fp, b as u32);
             let (runs, positions, starts) = (&self.runs[b], &self.positions[b], &self.starts[b]);
             for &mask in &self.masks {
                 let v = (own ^ mask) as usize;
                 let (lo, hi) = (starts[v] as usize, starts[v + 1] as usize);
+                work += hi - lo + 1;
                 for (i, &other) in runs[lo..hi].iter().enumerate() {
                     let d = (fp ^ other).count_ones();
                     if d <= self.k && !self.seen_before(fp, other, b as u32) {
@@ -176,6 +182,7 @@ impl BandSet {
                 }
             }
         }
+        work
     }
 
     /// [`BandSet::within`] for each of `queries`: calls
@@ -184,13 +191,34 @@ impl BandSet {
     /// asked of memory before any of them is read (the batch's runs are
     /// tens of megabytes at a million rows, and each query's are a few
     /// scattered cache lines: `bench/near.sh` measures it).
-    pub fn within_each(&self, queries: &[u64], mut found: impl FnMut(usize, u32, u32)) {
+    ///
+    /// `check` is called after every [`CHECK_WORK`] fingerprints compared
+    /// (whatever the queries, so a batch whose fingerprints share their
+    /// bands is checked as often as any other); when it returns `false`
+    /// the search stops with [`NearError::Interrupted`].
+    pub fn within_each(
+        &self,
+        queries: &[u64],
+        mut found: impl FnMut(usize, u32, u32),
+        check: &mut impl FnMut() -> bool,
+    ) -> Result<(), NearError> {
+        let mut work = 0;
+        let mut tick = |done: usize| {
+            work += done;
+            if work >= CHECK_WORK {
+                work = 0;
+                if !check() {
+                    return Err(NearError::Interrupted);
+                }
+            }
+            Ok(())
+        };
         if !self.ahead {
             // A batch whose runs the caches hold: asking ahead only costs.
             for (q, &fp) in queries.iter().enumerate() {
-                self.within(fp, |pos, d| found(q, pos, d));
+                tick(self.within(fp, |pos, d| found(q, pos, d)))?;
             }
-            return;
+            return Ok(());
         }
         // Queries whose runs are asked for at once: about 128 runs.
         let group = (PREFETCH_RUNS / (BANDS as usize * self.masks.len())).max(1);
@@ -200,9 +228,10 @@ impl BandSet {
             }
             for (i, &fp) in chunk.iter().enumerate() {
                 let q = g * group + i;
-                self.within(fp, |pos, d| found(q, pos, d));
+                tick(self.within(fp, |pos, d| found(q, pos, d)))?;
             }
         }
+        Ok(())
     }
 
     /// Asks memory for the first [`PREFETCH_LINES`] cache lines of each
@@ -243,40 +272,107 @@ impl BandSet {
 }
 
 /// Every pair of positions `(later, earlier)` of `fps` within `k` of each
-/// other, with their distance, sorted. `check` is called every 65,536
-/// positions; when it returns `false` the search stops with
-/// [`NearError::Interrupted`]. The pairs take 12 bytes each.
+/// other, with their distance, sorted. `check` is called as
+/// [`BandSet::within_each`] calls it; when it returns `false` the search
+/// stops with [`NearError::Interrupted`]. The pairs take 12 bytes each;
+/// past `max_pairs` of them the search stops with
+/// [`NearError::TooManyPairs`].
 pub fn pairs_within(
     fps: &[u64],
     k: u32,
+    max_pairs: usize,
     check: &mut impl FnMut() -> bool,
 ) -> Result<Vec<(u32, u32, u32)>, NearError> {
     let set = BandSet::new(fps, k)?;
     let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-    let mut full = false;
-    for (c, chunk) in fps.chunks(65_536).enumerate() {
-        if c > 0 && !check() {
-            return Err(NearError::Interrupted);
-        }
-        let base = c * 65_536;
-        set.within_each(chunk, |q, j, d| {
-            let i = base + q;
-            if (j as usize) < i && !full {
-                if pairs.len() == pairs.capacity()
-                    && pairs.try_reserve(pairs.len().max(1024)).is_err()
-                {
-                    full = true;
-                    return;
+    let mut full = None;
+    // The queries in chunks, so that a search over its bound stops soon.
+    for (c, chunk) in fps.chunks(4096).enumerate() {
+        let base = c * 4096;
+        set.within_each(
+            chunk,
+            |q, j, d| {
+                let i = base + q;
+                if (j as usize) < i && full.is_none() {
+                    if pairs.len() >= max_pairs {
+                        full = Some(NearError::TooManyPairs);
+                        return;
+                    }
+                    if pairs.len() == pairs.capacity()
+                        && pairs.try_reserve(pairs.len().max(1024)).is_err()
+                    {
+                        full = Some(NearError::OutOfMemory);
+                        return;
+                    }
+                    pairs.push((i as u32, j, d));
                 }
-                pairs.push((i as u32, j, d));
-            }
-        });
-        if full {
-            return Err(NearError::OutOfMemory);
+            },
+            check,
+        )?;
+        if let Some(e) = full {
+            return Err(e);
         }
     }
     pairs.sort_unstable();
     Ok(pairs)
+}
+
+/// The rule of one-at-a-time inserts over `fps` in their order, without
+/// holding the pairs: a place is skipped when an earlier place within `k`
+/// of it was kept. Returns each skipped place with the first (in order)
+/// kept place it matched, by skipped place: what
+/// [`crate::guard::skipped_in_order`] returns for the pairs of
+/// [`pairs_within`], in memory linear in `fps` whatever the pairs.
+/// `check` is called as [`BandSet::within_each`] calls it.
+pub fn skipped_in_order_within(
+    fps: &[u64],
+    k: u32,
+    check: &mut impl FnMut() -> bool,
+) -> Result<Vec<(u32, u32)>, NearError> {
+    let set = BandSet::new(fps, k)?;
+    let mut kept = filled(fps.len(), false)?;
+    let mut out = Vec::new();
+    for (c, chunk) in fps.chunks(1024).enumerate() {
+        let base = c * 1024;
+        // Per query of the chunk, the first earlier kept place it matched:
+        // the chunk's own places are settled in order below, so matches
+        // inside the chunk are kept aside until their turn.
+        let mut inside: Vec<(u32, u32)> = Vec::new();
+        let mut first: Vec<Option<u32>> = filled(chunk.len(), None)?;
+        set.within_each(
+            chunk,
+            |q, j, _| {
+                let i = base + q;
+                let j_ = j as usize;
+                if j_ < base {
+                    if kept[j_] && first[q].is_none_or(|f| j < f) {
+                        first[q] = Some(j);
+                    }
+                } else if j_ < i {
+                    inside.push((q as u32, j));
+                }
+            },
+            check,
+        )?;
+        inside.sort_unstable();
+        let mut at = 0;
+        for (q, &before) in first.iter().enumerate() {
+            let i = base + q;
+            let mut best = before;
+            while at < inside.len() && inside[at].0 as usize == q {
+                let j = inside[at].1;
+                if kept[j as usize] && best.is_none_or(|f| j < f) {
+                    best = Some(j);
+                }
+                at += 1;
+            }
+            match best {
+                Some(j) => out.push((i as u32, j)),
+                None => kept[i] = true,
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A batch of `simhash_insert_new` settled in memory, for a load that
@@ -301,6 +397,20 @@ pub struct Batch {
 /// A skipped row: its place `n`, the key it matched (a batch row's key
 /// may be NULL) and the distance.
 pub type Skip = (i64, Option<i64>, u32);
+
+/// What a batch row matched in the target: the key (NULL for a target row
+/// without one: it still counts, as the guard counts it) and the distance.
+pub type TargetMatch = Option<(Option<i64>, u32)>;
+
+/// Keeps in `slot` the match to report of a batch row that matched a
+/// target row with `key` at distance `d`: the smallest key, a NULL key
+/// only when no other was found.
+pub fn keep_smallest_key(slot: &mut TargetMatch, key: Option<i64>, d: u32) {
+    let rank = |key: Option<i64>| (key.is_none(), key);
+    if slot.is_none_or(|(k0, _)| rank(key) < rank(k0)) {
+        *slot = Some((key, d));
+    }
+}
 
 impl Batch {
     /// The batch of rows `(ns[i], keys[i], fps[i])`, any order (`ns`
@@ -371,8 +481,9 @@ impl Batch {
     }
 
     /// Every row skipped, as `(n, matched key, distance)` in order, given
-    /// what each first copy matched in the target (`target[i]`: the key and
-    /// distance for the `i`th first copy, or `None`). A first copy that
+    /// what each first copy matched in the target (`target[i]`: the key,
+    /// NULL for a target row without one, and distance for the `i`th first
+    /// copy, or `None`). A first copy that
     /// matched the target is skipped for it; the others are paired among
     /// themselves and skipped as one at a time inserts would skip them
     /// ([`crate::guard::skipped_in_order`]); a later copy is skipped for
@@ -380,7 +491,7 @@ impl Batch {
     /// matched.
     pub fn skipped(
         &self,
-        target: &[Option<(i64, u32)>],
+        target: &[TargetMatch],
         check: &mut impl FnMut() -> bool,
     ) -> Result<Vec<Skip>, NearError> {
         if target.len() != self.firsts.len() {
@@ -391,17 +502,13 @@ impl Batch {
         let mut open = Vec::new(); // places of first copies the target left
         for (f, &place) in self.firsts.iter().enumerate() {
             match target[f] {
-                Some((key, d)) => why[place as usize] = Some((Some(key), d)),
+                Some((key, d)) => why[place as usize] = Some((key, d)),
                 None => open.push(place),
             }
         }
         let open_fps: Vec<u64> = open.iter().map(|&p| self.fps[p as usize]).collect();
-        let mut pairs: Vec<(i64, i64)> = pairs_within(&open_fps, self.k, check)?
-            .into_iter()
-            .map(|(a, b, _)| (i64::from(open[a as usize]), i64::from(open[b as usize])))
-            .collect();
-        for (later, kept) in crate::guard::skipped_in_order(&mut pairs) {
-            let (l, e) = (later as usize, kept as usize);
+        for (a, b) in skipped_in_order_within(&open_fps, self.k, check)? {
+            let (l, e) = (open[a as usize] as usize, open[b as usize] as usize);
             why[l] = Some((self.keys[e], (self.fps[l] ^ self.fps[e]).count_ones()));
         }
         // Later copies, in order: their first copy is settled before them.
@@ -545,7 +652,8 @@ mod tests {
             for ahead in [false, true] {
                 set.ahead = ahead;
                 let mut got = Vec::new();
-                set.within_each(&queries, |q, j, d| got.push((q, j, d)));
+                set.within_each(&queries, |q, j, d| got.push((q, j, d)), &mut || true)
+                    .unwrap();
                 assert_eq!(got, want, "k = {k}, ahead {ahead}");
             }
         }
@@ -554,7 +662,11 @@ mod tests {
     /// One-at-a-time guarded inserts, by hand: each row in order is
     /// skipped for the smallest target key within `k`, else for the first
     /// kept earlier row within `k`.
-    fn one_at_a_time(rows: &[(i64, Option<i64>, u64)], target: &[(i64, u64)], k: u32) -> Vec<Skip> {
+    fn one_at_a_time(
+        rows: &[(i64, Option<i64>, u64)],
+        target: &[(Option<i64>, u64)],
+        k: u32,
+    ) -> Vec<Skip> {
         let mut rows = rows.to_vec();
         rows.sort_unstable();
         let mut kept: Vec<(Option<i64>, u64)> = Vec::new();
@@ -563,8 +675,8 @@ mod tests {
             let t = target
                 .iter()
                 .filter(|&&(_, f)| hamming(f, fp) <= k)
-                .min_by_key(|&&(key, _)| key)
-                .map(|&(key, f)| (Some(key), f));
+                .min_by_key(|&&(key, _)| (key.is_none(), key))
+                .map(|&(key, f)| (key, f));
             let e = kept.iter().find(|&&(_, f)| hamming(f, fp) <= k).copied();
             match t.or(e) {
                 Some((m, f)) => out.push((n, m, hamming(f, fp))),
@@ -587,25 +699,26 @@ mod tests {
             let keys: Vec<Option<i64>> = (0..600i64)
                 .map(|i| (i % 50 != 7).then_some(1_000_000 + i))
                 .collect();
-            let target: Vec<(i64, u64)> = fps
+            let target: Vec<(Option<i64>, u64)> = fps
                 .iter()
                 .step_by(9)
                 .enumerate()
                 .map(|(i, &f)| f ^ ((i as u64 % 2) << (i * 37 % 64)))
                 .chain((0..30).map(|_| rng(&mut seed)))
                 .enumerate()
-                .map(|(i, f)| (500 - i as i64, f))
+                // One target key in 5 NULL: such a row still matches.
+                .map(|(i, f)| ((i % 5 != 2).then_some(500 - i as i64), f))
                 .collect();
             let b = Batch::new(&ns, &keys, &fps, k).unwrap();
             let mut best = vec![None; b.first_count()];
             let queries: Vec<u64> = target.iter().map(|&(_, f)| f).collect();
-            b.firsts().within_each(&queries, |q, pos, d| {
-                let key = target[q].0;
-                let slot: &mut Option<(i64, u32)> = &mut best[pos as usize];
-                if slot.is_none_or(|(k0, _)| key < k0) {
-                    *slot = Some((key, d));
-                }
-            });
+            b.firsts()
+                .within_each(
+                    &queries,
+                    |q, pos, d| keep_smallest_key(&mut best[pos as usize], target[q].0, d),
+                    &mut || true,
+                )
+                .unwrap();
             let got = b.skipped(&best, &mut || true).unwrap();
             let rows: Vec<(i64, Option<i64>, u64)> =
                 (0..600).map(|i| (ns[i], keys[i], fps[i])).collect();
@@ -614,6 +727,12 @@ mod tests {
                 want.iter().any(|s| s.1 < Some(1_000_000)),
                 "k = {k}: some target matches"
             );
+            if k >= 3 {
+                assert!(
+                    want.iter().any(|s| s.1.is_none()),
+                    "k = {k}: some skips report a NULL key"
+                );
+            }
             assert!(
                 want.iter().any(|s| s.1 >= Some(1_000_000)),
                 "k = {k}: some batch matches"
@@ -642,7 +761,28 @@ mod tests {
         let mut seed = 11;
         for k in [0, 1, 3, 4, 7, 8, 11] {
             let fps = batch(&mut seed, 300);
-            let got = pairs_within(&fps, k, &mut || true).unwrap();
+            let got = pairs_within(&fps, k, usize::MAX, &mut || true).unwrap();
+            // The order rule without the pairs: as skipped_in_order says.
+            let mut pairs: Vec<(i64, i64)> = got
+                .iter()
+                .map(|&(i, j, _)| (i64::from(i), i64::from(j)))
+                .collect();
+            let by_pairs: Vec<(u32, u32)> = crate::guard::skipped_in_order(&mut pairs)
+                .into_iter()
+                .map(|(a, b)| (a as u32, b as u32))
+                .collect();
+            assert_eq!(
+                skipped_in_order_within(&fps, k, &mut || true).unwrap(),
+                by_pairs,
+                "k = {k}: the order rule"
+            );
+            if !got.is_empty() {
+                assert_eq!(
+                    pairs_within(&fps, k, got.len() - 1, &mut || true),
+                    Err(NearError::TooManyPairs),
+                    "k = {k}: a bound below the pairs"
+                );
+            }
             let mut want = Vec::new();
             for i in 0..fps.len() {
                 for j in 0..i {
@@ -686,18 +826,27 @@ mod tests {
             BandSet::new(&[1, 2], MAX_PROBED_K + 1),
             Err(NearError::Refused)
         ));
-        assert_eq!(pairs_within(&[], 3, &mut || false), Ok(vec![]));
-        let fps: Vec<u64> = (0..70_000u64)
-            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .collect();
+        assert_eq!(pairs_within(&[], 3, 0, &mut || false), Ok(vec![]));
+        // Checked by work, not by rows: 20,000 fingerprints that share
+        // every band value (a batch that is all work between row counts).
+        let same: Vec<u64> = (0..20_000u64).map(|i| i << 56 >> 56).collect();
         let mut calls = 0;
         assert_eq!(
-            pairs_within(&fps, 0, &mut || {
+            pairs_within(&same, 0, usize::MAX, &mut || {
                 calls += 1;
                 false
             }),
             Err(NearError::Interrupted)
         );
         assert_eq!(calls, 1);
+        let mut calls = 0;
+        assert_eq!(
+            skipped_in_order_within(&same, 11, &mut || {
+                calls += 1;
+                calls < 3
+            }),
+            Err(NearError::Interrupted)
+        );
+        assert_eq!(calls, 3);
     }
 }

@@ -1,0 +1,118 @@
+-- The defects of the round-4 audit, one reproduction each: every one of
+-- these failed before its fix.
+
+-- 1. Rows with a NULL fingerprint (a NULL, empty or featureless text) are
+-- never checked by the guard, so one-at-a-time inserts keep them all; the
+-- load kept one (probed) or failed with 22004 (read once).
+CREATE TABLE n4 (id bigint, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('n4', 'fp', '4x16');
+INSERT INTO n4 (id, body) VALUES (100, 'the quick brown fox jumps over the lazy dog near the river bank today');
+CREATE TABLE n4_src (id bigint, body text);
+INSERT INTO n4_src VALUES (1, NULL), (2, NULL), (3, ''), (4, '!!'), (5, '!!'),
+    (6, 'the quick brown fox jumps over the lazy dog near the river bank today!');
+CREATE TABLE n4_skips (skipped bigint, matched bigint, distance integer);
+SET simhash.load_check = probe;
+SELECT * FROM simhash_insert_new('n4', 'n4_src', 3, 'id', skipped_into => 'n4_skips');
+SELECT array_agg(id ORDER BY id) AS probed_kept FROM n4 WHERE id < 100;
+DELETE FROM n4 WHERE id < 100;
+TRUNCATE n4_skips;
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('n4', 'n4_src', 3, 'id', skipped_into => 'n4_skips');
+SELECT array_agg(id ORDER BY id) AS read_once_kept FROM n4 WHERE id < 100;
+SELECT * FROM n4_skips ORDER BY skipped;
+RESET simhash.load_check;
+
+-- 2. A target row whose key is NULL still counts: its near copies are
+-- skipped (read once it was left out of the check), reported as matching
+-- NULL; a keyed row within k is the one named when there is one.
+TRUNCATE n4, n4_skips;
+INSERT INTO n4 (id, body) VALUES (NULL, 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima');
+DELETE FROM n4_src;
+INSERT INTO n4_src VALUES (7, 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima'),
+                          (8, 'something else entirely, a text of its own about the weather and the sea');
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('n4', 'n4_src', 3, 'id', skipped_into => 'n4_skips');
+SELECT * FROM n4_skips;
+DELETE FROM n4 WHERE id IS NOT NULL;
+TRUNCATE n4_skips;
+SET simhash.load_check = probe;
+SELECT * FROM simhash_insert_new('n4', 'n4_src', 3, 'id', skipped_into => 'n4_skips');
+SELECT * FROM n4_skips;
+RESET simhash.load_check;
+
+-- 3. A verified load: a candidate whose text is NULL on either side counts
+-- by its fingerprint alone, as the verified guard counts it (the
+-- fingerprint written by the application).
+CREATE TABLE v4 (id bigint PRIMARY KEY, body text, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('v4', 'fp', '4x16');
+INSERT INTO v4 VALUES (1, NULL, '00000000000000ff');
+CREATE TABLE v4_one (LIKE v4);
+SELECT count(*) FROM simhash_add_bands('v4_one', 'fp', '4x16');
+INSERT INTO v4_one SELECT * FROM v4;
+SELECT simhash_add_guard('v4_one', 'fp', 3, 'skip', 'id', 'body', 0.8);
+CREATE TABLE v4_src (id bigint, body text, fp simhash64);
+INSERT INTO v4_src VALUES (2, 'a text of its own', '00000000000000fe'),      -- near 1 (NULL text): skipped
+                          (3, NULL, 'ffff0000ffff0000'),
+                          (4, 'another text', 'ffff0000ffff0001');           -- near 3 (NULL text): skipped
+INSERT INTO v4_one SELECT * FROM v4_src ORDER BY id;
+SELECT * FROM simhash_insert_new('v4', 'v4_src', 3, 'id', text_col => 'body', threshold => 0.8);
+SELECT (SELECT array_agg(id ORDER BY id) FROM v4) AS loaded,
+       (SELECT array_agg(id ORDER BY id) FROM v4_one) AS one_at_a_time;
+
+-- 4. The session's extra_float_digits no longer changes a stored threshold.
+SET extra_float_digits = -14;
+SELECT simhash_add_guard('v4', 'fp', 3, 'error', 'id', 'body', 0.71);
+RESET extra_float_digits;
+SELECT encode(tgargs, 'escape') LIKE '%0.71%' AS threshold_kept FROM pg_trigger
+ WHERE tgrelid = 'v4'::regclass AND tgname = 'fp_near_unique';
+
+-- 5. Two columns whose names share their first 40 characters: the second
+-- guard is refused (it replaced the first, which was left unguarded).
+CREATE TABLE g4 (id bigint PRIMARY KEY,
+    "a_fingerprint_column_with_a_long_name_xx_one" simhash64,
+    "a_fingerprint_column_with_a_long_name_xx_two" simhash64);
+SELECT simhash_add_guard('g4', 'a_fingerprint_column_with_a_long_name_xx_one');
+SELECT simhash_add_guard('g4', 'a_fingerprint_column_with_a_long_name_xx_two');
+-- The same column again is no conflict (CREATE OR REPLACE, as before).
+SELECT simhash_add_guard('g4', 'a_fingerprint_column_with_a_long_name_xx_one', 2);
+SELECT count(*) AS guards FROM pg_trigger WHERE tgrelid = 'g4'::regclass AND NOT tgisinternal;
+
+-- 6. The batch's pairs are bounded by simhash.load_memory: 53200 with a
+-- hint naming it, not hundreds of megabytes.
+SET simhash.load_memory = '64kB';
+SELECT count(*) FROM simhash_near_pairs(
+    (SELECT array_agg(i) FROM generate_series(1, 3000) i),
+    (SELECT array_agg(i::bigint) FROM generate_series(1, 3000) i), 11);
+RESET simhash.load_memory;
+-- A load without verification settles its batch without holding the
+-- pairs: 3,000 fingerprints within 11 of each other, read once.
+CREATE TABLE p4 (id bigint PRIMARY KEY, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('p4', 'fp', '4x16');
+CREATE TABLE p4_src AS SELECT i::bigint AS id, lpad(to_hex(i % 2048), 16, '0')::simhash64 AS fp
+    FROM generate_series(1, 3000) i;
+SET simhash.load_memory = '64kB';
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('p4', 'p4_src', 11, 'id');
+RESET simhash.load_check;
+RESET simhash.load_memory;
+
+-- 7. A cancel within the batch's pairs comes within a second of the
+-- timeout, whatever the fingerprints (it came every 65,536 rows: never
+-- in a batch of fingerprints that share their bands).
+CREATE FUNCTION pg_temp.late(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    EXECUTE q;
+    RETURN 'finished';
+EXCEPTION WHEN query_canceled THEN
+    RETURN CASE WHEN clock_timestamp() - t0 < interval '1.5 s' THEN 'cancelled in time'
+                ELSE 'cancelled late: ' || (clock_timestamp() - t0)::text END;
+END $f$;
+SET statement_timeout = '300ms';
+SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
+    (SELECT array_agg(i) FROM generate_series(1, 60000) i),
+    (SELECT array_agg((i::bigint * 7919) << 32) FROM generate_series(1, 60000) i), 0)$q$) AS near_pairs;
+RESET statement_timeout;
+SELECT 1 AS after_cancel;
+
+DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src;
