@@ -29,6 +29,7 @@ CREATE FUNCTION simhash_review(tbl regclass, fp_col name, text_col name, key_col
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    shared_key boolean;
     distributed boolean := false;
     list_name text;
     -- The nearest neighbours counted per sampled row, and where a text
@@ -115,6 +116,21 @@ BEGIN
                                               AND a.attnum > 0 AND NOT a.attisdropped) THEN
         RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl
             USING ERRCODE = '42703', HINT = 'key_col (default ''id'') names the rows on the page and orders the sample.';
+    END IF;
+    -- Pairs are told apart by key: a key shared by two rows would count a
+    -- pair twice, or not at all. A unique index on the key alone says it
+    -- is unique; anything else (a view, a table without one) is checked.
+    IF NOT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attname = key_col
+                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
+                      AND i.indkey[0] = a.attnum AND i.indpred IS NULL AND i.indexprs IS NULL) THEN
+        EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT NULL
+                                    GROUP BY t.%2$I HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1)', tbl, key_col)
+            INTO shared_key;
+        IF shared_key THEN
+            RAISE EXCEPTION 'simhash_review: column "%" of relation % has a value shared by more than one row', key_col, tbl
+                USING ERRCODE = '42P10',
+                      HINT = 'key_col names each row on the page, so it must be unique: review a view that adds one (row_number() OVER ()).';
+        END IF;
     END IF;
 
     -- Everything from the table in one query, which reads only the three

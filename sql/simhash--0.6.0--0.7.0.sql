@@ -485,6 +485,15 @@ CREATE FUNCTION simhash_batch_skips(query text, n bigint[], key bigint[], fp big
     AS 'MODULE_PATHNAME', 'simhash_batch_skips_wrapper'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
+-- The rows of a batch (n[i], fp[i]) that one-at-a-time guarded inserts
+-- in the order of n would skip for an earlier kept row of the batch
+-- within k, each with the first such row, found in memory without holding
+-- the pairs. For simhash_insert_new.
+CREATE FUNCTION simhash_batch_order(n bigint[], fp bigint[], k integer)
+    RETURNS TABLE (skipped bigint, matched bigint)
+    AS 'MODULE_PATHNAME', 'simhash_batch_order_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 -- Whether the transaction's snapshot cannot see a row version made by
 -- transaction xid (a row's xmin as a number): always false under READ
 -- COMMITTED. For simhash_insert_new under REPEATABLE READ and SERIALIZABLE.
@@ -737,19 +746,24 @@ BEGIN
                                      JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
                                     WHERE true %2$s', work, verify_xy);
         END IF;
+        -- Unverified, the order rule is settled without holding the
+        -- pairs (simhash_batch_order); verified, the pairs are held (at
+        -- most simhash.load_memory) to be verified on their texts.
         EXECUTE format(
             'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
                     simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
                FROM (SELECT r.skipped, r.matched
-                       FROM (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
-                               FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
-                                       FROM pg_temp.%1$I
-                                      WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a,
-                                    LATERAL @extschema@.simhash_near_pairs(a.ns, a.fps, %3$s) p %4$s) q,
-                            LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r) r,
+                       FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                               FROM pg_temp.%1$I
+                              WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a, %5$s) r,
                     pg_temp.%1$I m
               WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
-            work, key_col, k, verify_pairs);
+            work, key_col, k, verify_pairs,
+            CASE WHEN text_col IS NULL
+                 THEN format('LATERAL @extschema@.simhash_batch_order(a.ns, a.fps, %s) r', k)
+                 ELSE format('LATERAL (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
+                                         FROM @extschema@.simhash_near_pairs(a.ns, a.fps, %s) p %s) q,
+                              LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r', k, verify_pairs) END);
         -- Each later copy: skipped for its first copy when that was kept (the
         -- earliest kept row it matches), else for what the first copy matched.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
@@ -854,6 +868,7 @@ CREATE FUNCTION simhash_review(tbl regclass, fp_col name, text_col name, key_col
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    shared_key boolean;
     distributed boolean := false;
     list_name text;
     -- The nearest neighbours counted per sampled row, and where a text
@@ -940,6 +955,21 @@ BEGIN
                                               AND a.attnum > 0 AND NOT a.attisdropped) THEN
         RAISE EXCEPTION 'column "%" of relation % does not exist', key_col, tbl
             USING ERRCODE = '42703', HINT = 'key_col (default ''id'') names the rows on the page and orders the sample.';
+    END IF;
+    -- Pairs are told apart by key: a key shared by two rows would count a
+    -- pair twice, or not at all. A unique index on the key alone says it
+    -- is unique; anything else (a view, a table without one) is checked.
+    IF NOT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attname = key_col
+                    WHERE i.indrelid = tbl AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
+                      AND i.indkey[0] = a.attnum AND i.indpred IS NULL AND i.indexprs IS NULL) THEN
+        EXECUTE pg_catalog.format('SELECT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT NULL
+                                    GROUP BY t.%2$I HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1)', tbl, key_col)
+            INTO shared_key;
+        IF shared_key THEN
+            RAISE EXCEPTION 'simhash_review: column "%" of relation % has a value shared by more than one row', key_col, tbl
+                USING ERRCODE = '42P10',
+                      HINT = 'key_col names each row on the page, so it must be unique: review a view that adds one (row_number() OVER ()).';
+        END IF;
     END IF;
 
     -- Everything from the table in one query, which reads only the three

@@ -262,8 +262,20 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
     };
     let own_tid = if updating {
         let old = guard.stored(slot_of_old(data));
+        // Unchanged fingerprint: nothing to check, unless the guard
+        // verifies and the text changed (the application may write the
+        // fingerprint itself, and leave it as it was).
         if old == Some(fp) {
-            return keep;
+            let same_text = match &guard.args.verify {
+                None => true,
+                Some((column, _)) => {
+                    let attno = text_column((*(*data).tg_relation).rd_id, column);
+                    text_of(slot_of_old(data), attno) == text_of(slot, attno)
+                }
+            };
+            if same_text {
+                return keep;
+            }
         }
         Some(((*(*data).tg_relation).rd_id, (*(*data).tg_trigtuple).t_self))
     } else {
@@ -520,6 +532,31 @@ impl Guard {
         new_row: Option<NewRow>,
         new_text: Option<&[u8]>,
     ) -> Probe {
+        // The candidates already compared and found not similar, and the
+        // memory a candidate's text is read into (reset after each).
+        let dissimilar = std::cell::RefCell::new(std::collections::HashSet::new());
+        let scratch = pg_sys::AllocSetContextCreateInternal(
+            pg_sys::CurrentMemoryContext,
+            c"simhash guard candidate".as_ptr(),
+            0,
+            8 * 1024,
+            8 * 1024 * 1024,
+        );
+        let outcome = self.probe_in(fp, own, new_row, new_text, &dissimilar, scratch);
+        pg_sys::MemoryContextDelete(scratch);
+        outcome
+    }
+
+    #[allow(clippy::type_complexity)]
+    unsafe fn probe_in(
+        &self,
+        fp: u64,
+        own: Option<(Oid, pg_sys::ItemPointerData)>,
+        new_row: Option<NewRow>,
+        new_text: Option<&[u8]>,
+        dissimilar: &std::cell::RefCell<std::collections::HashSet<(Oid, u16, u16, u16)>>,
+        scratch: pg_sys::MemoryContext,
+    ) -> Probe {
         for target in &self.targets {
             let heap = pg_sys::table_open(target.relid, pg_sys::AccessShareLock as c_int);
             let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
@@ -554,12 +591,33 @@ impl Guard {
                 // The verified guard: a candidate whose text is not
                 // similar enough is no near-duplicate (and no transaction
                 // to wait for).
+                // Each candidate is compared once (a row found through
+                // several band indexes is not read again), its text read
+                // into memory that is freed as soon as it is compared.
                 if let (Some((_, threshold)), Some(attno)) = (&self.args.verify, target.text_attno)
                 {
-                    if let (Some(theirs), Some(ours)) = (text_of(slot, attno), new_text) {
-                        if crate::verify::similarity_of(theirs, ours) < *threshold {
-                            return None;
+                    let tid = (*slot).tts_tid;
+                    let id = (
+                        target.relid,
+                        tid.ip_blkid.bi_hi,
+                        tid.ip_blkid.bi_lo,
+                        tid.ip_posid,
+                    );
+                    if dissimilar.borrow().contains(&id) {
+                        return None;
+                    }
+                    let outer = pg_sys::MemoryContextSwitchTo(scratch);
+                    let similar = match (text_of(slot, attno), new_text) {
+                        (Some(theirs), Some(ours)) => {
+                            Some(crate::verify::similarity_of(theirs, ours) >= *threshold)
                         }
+                        _ => None,
+                    };
+                    pg_sys::MemoryContextSwitchTo(outer);
+                    pg_sys::MemoryContextReset(scratch);
+                    if similar == Some(false) {
+                        dissimilar.borrow_mut().insert(id);
+                        return None;
                     }
                 }
                 let xwait = if (*dirty).xmin != pg_sys::InvalidTransactionId {

@@ -10,8 +10,8 @@
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::prelude::*;
 use simhash_core::near::{
-    keep_smallest_key, pairs_within, scan_is_cheaper, BandSet, Batch, NearError, TargetMatch,
-    MAX_BATCH,
+    keep_smallest_key, pairs_within, scan_is_cheaper, skipped_in_order_within, BandSet, Batch,
+    NearError, TargetMatch, MAX_BATCH,
 };
 use simhash_core::probe::MAX_PROBED_K;
 
@@ -147,6 +147,37 @@ fn simhash_near_pairs(
         let (a, b) = (ns[i as usize], ns[j as usize]);
         (a.max(b), a.min(b), d as i32)
     }))
+}
+
+/// The rows of a batch (`n[i]`, `fp[i]`) that one-at-a-time guarded
+/// inserts in the order of `n` would skip for an earlier kept row of the
+/// batch within `k`, each with the first such row: what
+/// `simhash_skipped_in_order` makes of `simhash_near_pairs`, without
+/// holding the pairs (memory linear in the batch, whatever its pairs). For
+/// `simhash_insert_new`'s unverified load when it probes the target.
+#[allow(clippy::type_complexity)]
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_batch_order(
+    n: Array<'_, i64>,
+    fp: Array<'_, i64>,
+    k: i32,
+) -> TableIterator<'static, (name!(skipped, i64), name!(matched, i64))> {
+    const WHAT: &str = "simhash_batch_order";
+    let (ns, fps) = batch_of(WHAT, &n, &fp);
+    if !(0..=MAX_PROBED_K as i32).contains(&k) {
+        errors::load_distance_out_of_range(WHAT, k, MAX_PROBED_K);
+    }
+    // In the order of n.
+    let mut order: Vec<usize> = (0..ns.len()).collect();
+    order.sort_unstable_by_key(|&i| ns[i]);
+    let (ns, fps): (Vec<i64>, Vec<u64>) = order.into_iter().map(|i| (ns[i], fps[i])).unzip();
+    let skipped = skipped_in_order_within(&fps, k as u32, &mut interrupts)
+        .unwrap_or_else(|e| near_failed(WHAT, e, k, fps.len()));
+    TableIterator::new(
+        skipped
+            .into_iter()
+            .map(move |(later, kept)| (ns[later as usize], ns[kept as usize])),
+    )
 }
 
 /// Rows fetched from the target's query at a time.

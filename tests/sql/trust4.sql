@@ -93,6 +93,9 @@ CREATE TABLE p4_src AS SELECT i::bigint AS id, lpad(to_hex(i % 2048), 16, '0')::
 SET simhash.load_memory = '64kB';
 SET simhash.load_check = scan;
 SELECT * FROM simhash_insert_new('p4', 'p4_src', 11, 'id');
+TRUNCATE p4;
+SET simhash.load_check = probe;
+SELECT * FROM simhash_insert_new('p4', 'p4_src', 11, 'id');
 RESET simhash.load_check;
 RESET simhash.load_memory;
 
@@ -115,4 +118,26 @@ SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
 RESET statement_timeout;
 SELECT 1 AS after_cancel;
 
-DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src;
+-- 9. The verified guard checks an UPDATE that changes only the text when
+-- the application writes the fingerprint itself (it let a verified
+-- duplicate pair in).
+CREATE TABLE u4 (id bigint PRIMARY KEY, body text, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('u4', 'fp', '4x16');
+SELECT simhash_add_guard('u4', 'fp', 3, 'error', 'id', 'body', 0.8);
+INSERT INTO u4 VALUES (1, 'the first story, about a lighthouse keeper and his dog', '00000000000000ff'),
+                      (2, 'a second story, about nothing like the first at all', '00000000000000fe');
+UPDATE u4 SET body = (SELECT body FROM u4 WHERE id = 1) WHERE id = 2;
+UPDATE u4 SET body = body || '' WHERE id = 2;   -- the same text: no check, no error
+SELECT id, left(body, 12) FROM u4 ORDER BY id;
+DROP TABLE u4;
+
+-- 8. simhash_review's key must tell rows apart (keys 1, 1, 2, 2 counted
+-- 8 pairs for 6): a shared key is refused, with a hint.
+CREATE TABLE r4 (id int, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('r4', 'fp', '4x16');
+INSERT INTO r4 (id, body) SELECT 1 + i / 2, 'the same story about a cat that sat on the mat all day long'
+  FROM generate_series(0, 3) i;
+SELECT length(simhash_review('r4', 'fp', 'body')) > 0 AS reviewed;
+CREATE TEMP VIEW r4_rows AS SELECT row_number() OVER () AS id, body, fp FROM r4;
+SELECT simhash_review('r4_rows', 'fp', 'body') LIKE '%6 pairs%' AS six_pairs;
+DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src, r4 CASCADE;
