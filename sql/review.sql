@@ -194,7 +194,14 @@ BEGIN
                                    'd', q.d, 'sim', q.sim, 'a_key', q.a_key, 'b_key', q.b_key,
                                    'a', pg_catalog.left(q.a_body, $3), 'b', pg_catalog.left(q.b_body, $3),
                                    'a_len', pg_catalog.char_length(q.a_body), 'b_len', pg_catalog.char_length(q.b_body),
-                                   'explain', @extschema@.simhash_explain(q.a_body, q.b_body, 5)) ORDER BY q.d, q.r)
+                                   -- simhash_explain takes texts of at most 16 MB: a longer one
+                                   -- is explained on its first 4M characters (at most 16 MB),
+                                   -- more than the page shows.
+                                   'explain', @extschema@.simhash_explain(
+                                       CASE WHEN pg_catalog.octet_length(q.a_body) OPERATOR(pg_catalog.>) 16777216
+                                            THEN pg_catalog.left(q.a_body, 4194304) ELSE q.a_body END,
+                                       CASE WHEN pg_catalog.octet_length(q.b_body) OPERATOR(pg_catalog.>) 16777216
+                                            THEN pg_catalog.left(q.b_body, 4194304) ELSE q.b_body END, 5)) ORDER BY q.d, q.r)
                           FROM ranked q WHERE q.r OPERATOR(pg_catalog.<=) $2))
         $q$, tbl, key_col, fp_col, text_col, k, sample, cap)
         INTO r USING threshold, per_distance, cut;

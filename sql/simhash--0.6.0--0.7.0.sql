@@ -552,10 +552,14 @@ DECLARE
     n_skip bigint;
     n_changed bigint;
     triggered boolean;
+    key_type oid;
+    src_key boolean;
+    bkey text;
+    tkey text;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL OR key_col IS NULL THEN
-        RAISE EXCEPTION 'simhash_insert_new: target, source, k, fp_col and key_col must not be NULL'
+    IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL THEN
+        RAISE EXCEPTION 'simhash_insert_new: target, source, k and fp_col must not be NULL'
             USING ERRCODE = '22004';
     END IF;
     IF k < 0 OR k > 11 THEN
@@ -571,9 +575,18 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'simhash_insert_new: % has no simhash64 column "%"', target, fp_col USING ERRCODE = '42703';
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = target AND a.attname = key_col
-                                               AND a.attnum > 0 AND NOT a.attisdropped) THEN
-        RAISE EXCEPTION 'simhash_insert_new: % has no key column "%"', target, key_col USING ERRCODE = '42703';
+    -- The key only names rows in the skip report (key_col NULL: none).
+    IF key_col IS NOT NULL THEN
+        SELECT a.atttypid INTO key_type FROM pg_attribute a
+         WHERE a.attrelid = target AND a.attname = key_col AND a.attnum > 0 AND NOT a.attisdropped;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'simhash_insert_new: % has no key column "%"', target, key_col USING ERRCODE = '42703';
+        END IF;
+        IF key_type NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) THEN
+            RAISE EXCEPTION 'simhash_insert_new: the key "%" of % is of type %, not an integer', key_col, target, format_type(key_type, NULL)
+                USING ERRCODE = '42804',
+                      HINT = 'The skip report names rows by an integer key: pass key_col => NULL to name the source''s rows by their place in the load''s order instead.';
+        END IF;
     END IF;
     IF NOT EXISTS (SELECT FROM unnest(@extschema@.simhash_band_layouts(target, fp_col)) l
                    WHERE l IN ('4x16', '4x16c') OR (l = '2x32' AND k <= 7)) THEN
@@ -643,14 +656,22 @@ BEGIN
     EXECUTE format('SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), '', '' ORDER BY a.attnum)
                       FROM pg_attribute a JOIN pg_attribute w ON w.attrelid = %L::regclass AND w.attname = a.attname
                      WHERE a.attrelid = %L::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''''
+                       AND a.attidentity OPERATOR(pg_catalog.<>) ''a''
                        AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'', ''simhash_first'')',
                    'pg_temp.' || quote_ident(work), target) INTO cols;
-    IF cols IS NULL OR NOT EXISTS (SELECT FROM pg_attribute a JOIN pg_attribute w ON w.attname = a.attname
-                                   WHERE a.attrelid = target AND a.attname = key_col
-                                     AND w.attrelid = ('pg_temp.' || quote_ident(work))::regclass) THEN
-        RAISE EXCEPTION 'simhash_insert_new: the source has no column of % (the key "%" at least)', target, key_col
+    IF cols IS NULL THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source has no column of %', target
             USING ERRCODE = '42804';
     END IF;
+    -- The key of a batch row in the report: its key, or its place in the
+    -- load's order when the source has no key column (a target keyed by an
+    -- identity column or a sequence, whose staging table has no ids). A
+    -- target row's: its key, NULL without key_col.
+    src_key := key_col IS NOT NULL AND EXISTS (
+        SELECT FROM pg_attribute w WHERE w.attrelid = ('pg_temp.' || quote_ident(work))::regclass
+                                     AND w.attname = key_col AND w.attnum > 0 AND NOT w.attisdropped);
+    bkey := CASE WHEN src_key THEN format('%I::pg_catalog.int8', key_col) ELSE 'simhash_n' END;
+    tkey := CASE WHEN key_col IS NULL THEN 'NULL::pg_catalog.int8' ELSE format('t.%I::pg_catalog.int8', key_col) END;
     -- The work table's index, before any of its rows is updated: an
     -- index made after an update in the same transaction would be of no
     -- use to it (PostgreSQL's indcheckxmin).
@@ -696,12 +717,12 @@ BEGIN
         -- copies, its check against the target, its pairs, their order),
         -- and only the rows skipped written back.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.matched, simhash_dist = m.distance
-                          FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$I::pg_catalog.int8) AS keys,
+                          FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$s) AS keys,
                                        pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
                                   FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) a,
                                LATERAL @extschema@.simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
                          WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
-                       work, format('SELECT t.%I::pg_catalog.int8, t.%I FROM %s t', key_col, fp_col, target), k, key_col);
+                       work, format('SELECT %s, t.%I FROM %s t', tkey, fp_col, target), k, bkey);
     ELSE
         -- The copies, by a sort of (simhash_n, fingerprint[, text]) only:
         -- the wide rows stay where they are, in the batch's order, and are
@@ -712,14 +733,16 @@ BEGIN
                          WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
                        work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
         IF NOT citus_target THEN
+            -- The smallest key matched (NULL last), as a read-once load
+            -- reports it.
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                              FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                      FROM pg_temp.%1$I s2, LATERAL (SELECT t.%2$I, t.%3$I FROM %4$s t
+                              FROM (SELECT s2.simhash_n, t.key, (t.fp OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                      FROM pg_temp.%1$I s2, LATERAL (SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
                                            WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
-                                           LIMIT 1) t
+                                           ORDER BY 1 NULLS LAST LIMIT 1) t
                                      WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
                              WHERE s.simhash_n = m.simhash_n',
-                           work, key_col, fp_col, target, k, verify_ts);
+                           work, tkey, fp_col, target, k, verify_ts);
         ELSE
             -- A Citus table: Citus sends the work table's fingerprints (and
             -- texts when verifying, nothing else) to every worker, each joins them with its shards through
@@ -727,13 +750,13 @@ BEGIN
             -- back; the smallest key a row matched is the one reported.
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                               FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
-                                      FROM (SELECT s2.simhash_n, t.%2$I::bigint AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                      FROM (SELECT s2.simhash_n, %2$s AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
                                               FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I
                                                                  WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
                                                 ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
                                      ORDER BY c.simhash_n, c.key) m
                              WHERE s.simhash_n = m.simhash_n',
-                           work, key_col, fp_col, target, k, verify_ts,
+                           work, tkey, fp_col, target, k, verify_ts,
                            CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
         END IF;
         -- Within k of an earlier kept row of the batch: the pairs within k
@@ -750,7 +773,7 @@ BEGIN
         -- pairs (simhash_batch_order); verified, the pairs are held (at
         -- most simhash.load_memory) to be verified on their texts.
         EXECUTE format(
-            'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$I::bigint,
+            'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$s,
                     simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
                FROM (SELECT r.skipped, r.matched
                        FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
@@ -758,7 +781,7 @@ BEGIN
                               WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a, %5$s) r,
                     pg_temp.%1$I m
               WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
-            work, key_col, k, verify_pairs,
+            work, bkey, k, verify_pairs,
             CASE WHEN text_col IS NULL
                  THEN format('LATERAL @extschema@.simhash_batch_order(a.ns, a.fps, %s) r', k)
                  ELSE format('LATERAL (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
@@ -767,12 +790,12 @@ BEGIN
         -- Each later copy: skipped for its first copy when that was kept (the
         -- earliest kept row it matches), else for what the first copy matched.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
-                               simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$I::bigint END,
+                               simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$s END,
                                simhash_dist = CASE WHEN f.simhash_skip THEN f.simhash_dist ELSE 0 END
                           FROM pg_temp.%1$I f
                          WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
                            AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
-                       work, key_col);
+                       work, bkey);
     END IF;
     -- Under REPEATABLE READ and SERIALIZABLE the checks above saw the
     -- target as the transaction's snapshot shows it, which may be older
@@ -827,8 +850,8 @@ BEGIN
     END IF;
     EXECUTE format('SELECT count(*) FROM pg_temp.%I WHERE simhash_skip', work) INTO n_skip;
     IF skipped_into IS NOT NULL THEN
-        EXECUTE format('INSERT INTO %s (skipped, matched, distance) SELECT %I::bigint, simhash_match, simhash_dist
-                          FROM pg_temp.%I WHERE simhash_skip ORDER BY simhash_n', skipped_into, key_col, work);
+        EXECUTE format('INSERT INTO %s (skipped, matched, distance) SELECT %s, simhash_match, simhash_dist
+                          FROM pg_temp.%I WHERE simhash_skip ORDER BY simhash_n', skipped_into, bkey, work);
     END IF;
     EXECUTE format('DROP TABLE pg_temp.%I', work);
     PERFORM set_config('search_path', caller_path, true);
@@ -1033,7 +1056,14 @@ BEGIN
                                    'd', q.d, 'sim', q.sim, 'a_key', q.a_key, 'b_key', q.b_key,
                                    'a', pg_catalog.left(q.a_body, $3), 'b', pg_catalog.left(q.b_body, $3),
                                    'a_len', pg_catalog.char_length(q.a_body), 'b_len', pg_catalog.char_length(q.b_body),
-                                   'explain', @extschema@.simhash_explain(q.a_body, q.b_body, 5)) ORDER BY q.d, q.r)
+                                   -- simhash_explain takes texts of at most 16 MB: a longer one
+                                   -- is explained on its first 4M characters (at most 16 MB),
+                                   -- more than the page shows.
+                                   'explain', @extschema@.simhash_explain(
+                                       CASE WHEN pg_catalog.octet_length(q.a_body) OPERATOR(pg_catalog.>) 16777216
+                                            THEN pg_catalog.left(q.a_body, 4194304) ELSE q.a_body END,
+                                       CASE WHEN pg_catalog.octet_length(q.b_body) OPERATOR(pg_catalog.>) 16777216
+                                            THEN pg_catalog.left(q.b_body, 4194304) ELSE q.b_body END, 5)) ORDER BY q.d, q.r)
                           FROM ranked q WHERE q.r OPERATOR(pg_catalog.<=) $2))
         $q$, tbl, key_col, fp_col, text_col, k, sample, cap)
         INTO r USING threshold, per_distance, cut;

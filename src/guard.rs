@@ -750,9 +750,12 @@ struct NewRow {
 }
 
 /// Whether the row in `slot`, of the open table `heap`, has the values of
-/// `new` in every key column of one of the table's valid, immediate,
-/// non-partial unique indexes on plain columns (compared with the index's
-/// own equality; a NULL matches nothing, as in a unique index).
+/// `new` in every key of one of the table's valid, immediate, non-partial
+/// unique indexes: every unique index an upsert may name as its arbiter,
+/// on columns or expressions (compared with the index's own equality; a
+/// NULL matches nothing, as in a unique index, except in one made NULLS
+/// NOT DISTINCT). A row of another table (another partition than the new
+/// row's) is compared on the index's plain columns, by name.
 unsafe fn same_unique_key(
     heap: pg_sys::Relation,
     slot: *mut pg_sys::TupleTableSlot,
@@ -772,49 +775,83 @@ unsafe fn same_unique_key(
                 std::ptr::null_mut(),
             );
         let n = usize::try_from((*form).indnkeyatts).unwrap_or(0);
-        let keys = (*form).indkey.values.as_slice(n);
+        let nulls_equal = (*form).indnullsnotdistinct;
+        let equal_at = |i: usize, a: (pg_sys::Datum, bool), b: (pg_sys::Datum, bool)| -> bool {
+            match (a.1, b.1) {
+                (true, true) => return nulls_equal,
+                (false, false) => {}
+                _ => return false,
+            }
+            let family = *(*index).rd_opfamily.add(i);
+            let input = *(*index).rd_opcintype.add(i);
+            let op = pg_sys::get_opfamily_member(
+                family,
+                input,
+                input,
+                pg_sys::BTEqualStrategyNumber as i16,
+            );
+            if op == pg_sys::InvalidOid {
+                return false;
+            }
+            let collation = *(*index).rd_indcollation.add(i);
+            pg_sys::OidFunctionCall2Coll(pg_sys::get_opcode(op), collation, a.0, b.0).value() != 0
+        };
         let same = usable
             && n > 0
-            && keys.iter().enumerate().all(|(i, &attno)| {
-                if attno <= 0 {
-                    // An expression: not compared here.
-                    return false;
-                }
-                let name = pg_sys::get_attname(relid, attno, true);
-                if name.is_null() {
-                    return false;
-                }
-                let new_attno = pg_sys::get_attnum(new.relid, name);
-                if new_attno <= 0 {
-                    return false;
-                }
-                let (mut a_null, mut b_null) = (false, false);
-                let a = pg_sys::slot_getattr(slot, c_int::from(attno), &mut a_null);
-                let b = pg_sys::slot_getattr(new.slot, c_int::from(new_attno), &mut b_null);
-                if a_null || b_null {
-                    return false;
-                }
-                let family = *(*index).rd_opfamily.add(i);
-                let input = *(*index).rd_opcintype.add(i);
-                let op = pg_sys::get_opfamily_member(
-                    family,
-                    input,
-                    input,
-                    pg_sys::BTEqualStrategyNumber as i16,
-                );
-                if op == pg_sys::InvalidOid {
-                    return false;
-                }
-                let collation = *(*index).rd_indcollation.add(i);
-                let equal = pg_sys::OidFunctionCall2Coll(pg_sys::get_opcode(op), collation, a, b);
-                equal.value() != 0
-            });
+            && if new.relid == relid {
+                // The index's own key values of both rows (expressions
+                // evaluated as the index evaluates them).
+                let estate = pg_sys::CreateExecutorState();
+                let a = index_values(index, estate, slot);
+                let b = index_values(index, estate, new.slot);
+                let same = (0..n).all(|i| equal_at(i, a[i], b[i]));
+                pg_sys::FreeExecutorState(estate);
+                same
+            } else {
+                let keys = (*form).indkey.values.as_slice(n);
+                keys.iter().enumerate().all(|(i, &attno)| {
+                    if attno <= 0 {
+                        // An expression, over another table's columns.
+                        return false;
+                    }
+                    let name = pg_sys::get_attname(relid, attno, true);
+                    if name.is_null() {
+                        return false;
+                    }
+                    let new_attno = pg_sys::get_attnum(new.relid, name);
+                    if new_attno <= 0 {
+                        return false;
+                    }
+                    let (mut a_null, mut b_null) = (false, false);
+                    let a = pg_sys::slot_getattr(slot, c_int::from(attno), &mut a_null);
+                    let b = pg_sys::slot_getattr(new.slot, c_int::from(new_attno), &mut b_null);
+                    equal_at(i, (a, a_null), (b, b_null))
+                })
+            };
         pg_sys::index_close(index, pg_sys::AccessShareLock as c_int);
         if same {
             return true;
         }
     }
     false
+}
+
+/// The key values `index` holds for the row in `slot` (of the index's
+/// table), expressions evaluated in `estate`'s memory: PostgreSQL's
+/// `FormIndexDatum`. They live until `estate` is freed.
+unsafe fn index_values(
+    index: pg_sys::Relation,
+    estate: *mut pg_sys::EState,
+    slot: *mut pg_sys::TupleTableSlot,
+) -> Vec<(pg_sys::Datum, bool)> {
+    let info = pg_sys::BuildIndexInfo(index);
+    let econtext = pg_sys::MakePerTupleExprContext(estate);
+    (*econtext).ecxt_scantuple = slot;
+    let mut values = [pg_sys::Datum::from(0usize); pg_sys::INDEX_MAX_KEYS as usize];
+    let mut nulls = [false; pg_sys::INDEX_MAX_KEYS as usize];
+    pg_sys::FormIndexDatum(info, slot, estate, values.as_mut_ptr(), nulls.as_mut_ptr());
+    let n = usize::try_from((*info).ii_NumIndexKeyAttrs).unwrap_or(0);
+    (0..n).map(|i| (values[i], nulls[i])).collect()
 }
 
 /// The bytes of the text column `attno` of the row in `slot`, `None` for

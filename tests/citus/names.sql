@@ -58,7 +58,7 @@ SELECT count(*) FROM hostile, simhash_band_commands(hostile.t, 'f$q$''; DROP TAB
 SELECT count(*) AS clustered FROM hostile, simhash_clusters(hostile.t, 'f$q$''; DROP TABLE t4_canary;--', 3, 'k $q$'';--') \gset
 -- The review page refuses a distributed table (it reviews a local
 -- sample), naming the table as it is.
-DO $$
+DO $do$
 BEGIN
     PERFORM simhash_review(t, 'f$q$''; DROP TABLE t4_canary;--', 'b $$''"; --ß', 'k $q$'';--') FROM hostile;
     RAISE EXCEPTION 'simhash_review reviewed a distributed table';
@@ -67,7 +67,7 @@ EXCEPTION WHEN feature_not_supported THEN
         RAISE EXCEPTION 'the refusal does not name the table: %', SQLERRM;
     END IF;
 END
-$$;
+$do$;
 DO $$
 BEGIN
     IF to_regclass('citus_test.t4_canary') IS NULL THEN

@@ -140,4 +140,67 @@ INSERT INTO r4 (id, body) SELECT 1 + i / 2, 'the same story about a cat that sat
 SELECT length(simhash_review('r4', 'fp', 'body')) > 0 AS reviewed;
 CREATE TEMP VIEW r4_rows AS SELECT row_number() OVER () AS id, body, fp FROM r4;
 SELECT simhash_review('r4_rows', 'fp', 'body') LIKE '%6 pairs%' AS six_pairs;
+-- 10. simhash_review of a table with a text over 16 MB: the page, not
+-- simhash_explain's limit (the whole review failed).
+CREATE TABLE big4 (id int PRIMARY KEY, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('big4', 'fp', '4x16');
+INSERT INTO big4 (id, body)
+SELECT i, string_agg(format('Sentence %s of the long report on %s.', j, md5(j::text)), ' ') || repeat(' x', i)
+  FROM generate_series(1, 2) i, generate_series(1, 240000) j GROUP BY i;
+SELECT octet_length(body) > 16777216 AS over_16mb FROM big4 ORDER BY id;
+SELECT length(simhash_review('big4', 'fp', 'body')) > 1000 AS reviewed;
+DROP TABLE big4;
+-- 11. A target keyed by an identity column or a sequence, loaded from a
+-- staging table without ids (42804), or with NULL ids (428C9): the ids are
+-- left to their defaults, and the report names the source's rows by their
+-- place in the load's order. A key that is no integer is refused with a
+-- hint (it failed with 22P02 or 42846), and key_col => NULL loads it.
+CREATE TABLE id4 (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text,
+                  fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('id4', 'fp', '4x16');
+INSERT INTO id4 (body) VALUES ('an old story about the harbour and the boats that left it at dawn');
+CREATE TABLE id4_src (body text);
+INSERT INTO id4_src VALUES ('a new story about the mountains and the snow that fell all winter'),
+                           ('an old story about the harbour and the boats that left it at dawn!'),
+                           ('a new story about the mountains and the snow that fell all winter!!');
+CREATE TABLE id4_skips (skipped bigint, matched bigint, distance integer);
+SELECT * FROM simhash_insert_new('id4', 'id4_src', 3, skipped_into => 'id4_skips');
+SELECT id, left(body, 20) FROM id4 ORDER BY id;
+SELECT * FROM id4_skips ORDER BY skipped;
+CREATE TABLE id4_src2 (id bigint, body text);
+INSERT INTO id4_src2 VALUES (NULL, 'a third story, of a garden and the bees that visit it each spring');
+SET simhash.load_check = scan;
+SELECT * FROM simhash_insert_new('id4', 'id4_src2', 3);
+RESET simhash.load_check;
+SELECT count(*) AS rows_with_ids FROM id4 WHERE id IS NOT NULL;
+CREATE TABLE uu4 (id uuid PRIMARY KEY, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('uu4', 'fp', '4x16');
+INSERT INTO uu4 VALUES ('00000000-0000-0000-0000-000000000001', 'an old story about the harbour and the boats that left it at dawn');
+CREATE TABLE uu4_src AS SELECT '00000000-0000-0000-0000-000000000002'::uuid AS id, body FROM id4_src;
+SELECT * FROM simhash_insert_new('uu4', 'uu4_src', 3);
+SELECT * FROM simhash_insert_new('uu4', 'uu4_src', 3, key_col => NULL);
+DROP TABLE id4, id4_src, id4_src2, id4_skips, uu4, uu4_src;
+
+-- 12. Upserts through an expression or NULLS NOT DISTINCT unique index:
+-- the row the upsert updates is not a near-duplicate of the new one (a
+-- 'skip' guard dropped the upsert: INSERT 0 0, the old body kept).
+CREATE TABLE up4 (id bigint PRIMARY KEY, url text, tag text, body text,
+                  fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+CREATE UNIQUE INDEX up4_url ON up4 (lower(url));
+CREATE UNIQUE INDEX up4_tag ON up4 (tag) NULLS NOT DISTINCT;
+SELECT count(*) FROM simhash_add_bands('up4', 'fp', '4x16');
+SELECT simhash_add_guard('up4', 'fp', 3, 'skip');
+INSERT INTO up4 VALUES (1, 'HTTP://A.example/x', 't', 'the first version of an article about tides, moons and harbours');
+INSERT INTO up4 VALUES (2, 'http://a.example/X', 'u', 'the first version of an article about tides, moons and harbours!')
+    ON CONFLICT (lower(url)) DO UPDATE SET body = excluded.body;
+INSERT INTO up4 VALUES (3, 'http://b.example/', NULL, 'a note on the weather at sea, from a ship off the cape in winter');
+INSERT INTO up4 VALUES (4, 'http://c.example/', NULL, 'a note on the weather at sea, from a ship off the cape in winter!')
+    ON CONFLICT (tag) DO UPDATE SET body = excluded.body;
+SELECT id, right(body, 12) AS ends FROM up4 ORDER BY id;
+-- Without a conflict on the key, the near-copy is still skipped.
+INSERT INTO up4 VALUES (5, 'http://d.example/', 'v', 'the first version of an article about tides, moons and harbours')
+    ON CONFLICT (lower(url)) DO UPDATE SET body = excluded.body;
+SELECT count(*) AS rows FROM up4;
+DROP TABLE up4;
+
 DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src, r4 CASCADE;
