@@ -75,4 +75,5 @@ BEGIN
     END IF;
 END
 $$;
+DROP VIEW hostile;
 DROP TABLE "A$q$::text::regclass AND false;CREATE TABLE t4_pwn();--", t4_src, t4_canary;
