@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
 # Backend memory and time of one fingerprint call on hostile text: N
 # million random Hangul syllables (default 17, 51 MB), about one distinct
-# feature per character. For each function, a new session reads its own
+# feature per character; or, with KIND=marks, one letter and N million
+# combining acute accents (2 bytes each), a run that plain NFKC holds
+# whole. For each function, a new session reads its own
 # peak resident size (VmHWM of /proc/<pid>/status) before and after the
 # call and reports the difference and the call's time.
 #   bench/hostile_memory.sh          17 million characters
 #   CHARS=5 bench/hostile_memory.sh  5 million
+#   KIND=marks CHARS=100 bench/hostile_memory.sh  a 200 MB run of marks
 # Needs the extension installed (scripts/install.sh); (re)starts the
 # throwaway cluster; reads /proc of the server, so run it on the server's
 # machine as root or as the server's user.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 CHARS=${CHARS:-17}
+KIND=${KIND:-hangul}
 bench_db
+case $KIND in
+    hangul) make="SELECT string_agg(chr(44032 + (random() * 11171)::int), '') AS s FROM generate_series(1, $CHARS * 1000000)"
+            calls=("simhash(s)" "simhash_v2(s)" "simhash_v1(s)") ;;
+    marks)  make="SELECT 'a' || repeat(chr(769), $CHARS * 1000000) AS s"
+            calls=("simhash(s)" "simhash_v2(s)" "simhash_similarity(s, 'a')") ;;
+    *) echo "KIND is hangul or marks" >&2; exit 2 ;;
+esac
 psql_db -c "DROP TABLE IF EXISTS hostile_text" \
-    -c "CREATE TABLE hostile_text AS SELECT string_agg(chr(44032 + (random() * 11171)::int), '') AS s
-        FROM generate_series(1, $CHARS * 1000000)" \
+    -c "CREATE TABLE hostile_text AS $make" \
     -c "ALTER TABLE hostile_text ALTER s SET STORAGE EXTERNAL"
-printf '%s\n' "$(psql_db -c "SELECT octet_length(s) FROM hostile_text") bytes of random Hangul"
+printf '%s\n' "$(psql_db -c "SELECT octet_length(s) FROM hostile_text") bytes ($KIND)"
 hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
-for call in "simhash(s)" "simhash_v2(s)" "simhash_v1(s)"; do
+for call in "${calls[@]}"; do
     out=$(mktemp)
     psql_db >"$out" 2>&1 <<SQL &
 SELECT pg_backend_pid();

@@ -111,11 +111,18 @@ EXCEPTION WHEN query_canceled THEN
     RETURN CASE WHEN clock_timestamp() - t0 < interval '1.5 s' THEN 'cancelled in time'
                 ELSE 'cancelled late: ' || (clock_timestamp() - t0)::text END;
 END $f$;
+CREATE TEMP TABLE marks4 AS SELECT 'a' || repeat(chr(769), 10000000) AS s;
 SET statement_timeout = '300ms';
 SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 60000) i),
     (SELECT array_agg((i::bigint * 7919) << 32) FROM generate_series(1, 60000) i), 0)$q$) AS near_pairs;
+-- A run of combining marks: normalized a bounded window at a time, with
+-- checks inside the run (simhash_similarity stopped 16 s late on 200 MB).
+SELECT pg_temp.late($q$SELECT simhash_similarity(s, 'a') FROM marks4$q$) AS similarity_of_marks;
+SET statement_timeout = '100ms';
+SELECT pg_temp.late($q$SELECT simhash(s) FROM marks4$q$) AS simhash_of_marks;
 RESET statement_timeout;
+SELECT simhash_similarity(s, 'á') AS marks_similar_to_one_accent FROM marks4;
 SELECT 1 AS after_cancel;
 
 -- 9. The verified guard checks an UPDATE that changes only the text when

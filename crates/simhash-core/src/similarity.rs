@@ -563,11 +563,14 @@ fn walk(
                 None => size = size.saturating_mul(2),
             }
         };
-        chars += normalize(chunk, chars, t, out);
+        chars += normalize(chunk, chars, t, out, go_on)?;
         pos += chunk.len();
     }
     Ok(())
 }
+
+/// Characters normalized within one run between two calls of `go_on`.
+const NORMALIZE_CHECK: u32 = 1 << 16;
 
 /// Hands `out` the normalized characters of `s`, which starts a text or
 /// starts at a [`BOUNDARY`] and ends before one or at the end of the
@@ -579,12 +582,22 @@ fn walk(
 /// any other run from a boundary to the next goes through NFKC, lower
 /// case and the fold, as [`crate::text`] does.
 #[inline]
-fn normalize(s: &str, base: usize, t: &Tables, out: &mut impl Out) -> usize {
+fn normalize(
+    s: &str,
+    base: usize,
+    t: &Tables,
+    out: &mut impl Out,
+    go_on: &mut impl FnMut() -> bool,
+) -> Result<usize, Stop> {
     let mut it = s.char_indices();
     let mut at = base;
     let Some((mut i, c)) = it.next() else {
-        return 0;
+        return Ok(0);
     };
+    // A run to normalize can be the whole chunk (megabytes of combining
+    // marks, with no boundary to cut at): `go_on` every so many of its
+    // characters.
+    let mut steps: u32 = NORMALIZE_CHECK;
     let mut e = t.entry(c);
     loop {
         let mut next = it.next();
@@ -609,7 +622,14 @@ fn normalize(s: &str, base: usize, t: &Tables, out: &mut impl Out) -> usize {
                     _ => break s.len(),
                 }
             };
-            for n in s[i..end].nfkc() {
+            for n in crate::text::nfkc(&s[i..end]) {
+                steps -= 1;
+                if steps == 0 {
+                    if !go_on() {
+                        return Err(Stop::Interrupted);
+                    }
+                    steps = NORMALIZE_CHECK;
+                }
                 for l in n.to_lowercase() {
                     if l.is_alphanumeric() {
                         out.word(t.fold.char(l) as u32, at, at + count);
@@ -625,7 +645,7 @@ fn normalize(s: &str, base: usize, t: &Tables, out: &mut impl Out) -> usize {
                 i = j;
                 e = ne;
             }
-            _ => return at - base,
+            _ => return Ok(at - base),
         }
     }
 }
@@ -817,7 +837,7 @@ mod tests {
         let fold = &tables().fold;
         let mut out = String::new();
         let mut space = false;
-        for c in text.nfkc().flat_map(char::to_lowercase) {
+        for c in crate::text::nfkc(text).flat_map(char::to_lowercase) {
             if c.is_alphanumeric() {
                 if space && !out.is_empty() {
                     out.push(' ');
@@ -866,6 +886,23 @@ mod tests {
     }
 
     const POOL: &str = "aZ9 ,.中文國語車門字\u{301}\u{308}\u{327}é\u{F900}\u{F902}\u{2FA8}ＡＢ１，。\u{3000}Σσς\u{1100}\u{1161}\u{11A8}İﬁ½😀\u{200B}\u{FF9E}ｶ\u{AC00}\u{20000}";
+
+    #[test]
+    fn a_run_of_combining_marks_is_checked_as_it_is_normalized() {
+        // A megabyte of marks after one letter: no boundary to cut the
+        // walk at, so the checks come from inside the run's normalization.
+        let marks = format!("a{}", "\u{0301}".repeat(500_000));
+        let mut calls = 0;
+        let stopped = similarity_bytes_checked(marks.as_bytes(), b"a", || {
+            calls += 1;
+            calls < 5
+        });
+        assert_eq!(stopped, Err(SimilarityError::Interrupted));
+        assert_eq!(calls, 5);
+        // Not stopped, it compares as the definition says.
+        let done = similarity_bytes_checked(marks.as_bytes(), "á".as_bytes(), || true);
+        assert_eq!(done, Ok(1.0));
+    }
 
     #[test]
     fn the_stream_is_the_plain_definition() {

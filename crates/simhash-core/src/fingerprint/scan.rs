@@ -46,8 +46,6 @@
 //! What it hands on is checked against `walk_v3` feature by feature
 //! (`tests::the_scan_hands_on_what_the_walk_does`).
 
-use unicode_normalization::UnicodeNormalization;
-
 use super::scan_tables::{ScanTables, GENERAL, IDEOGRAPH, MARK, RUN_MARK, SLOW, WIDE};
 use super::table::{gram_index, han_index, symbol_char, FROM, HAN_GRAMS, SYMBOL, SYMBOLS, TO};
 #[cfg(target_arch = "x86_64")]
@@ -647,7 +645,7 @@ impl<'a, S: Sink> Scan<'a, S> {
         go_on: &mut impl FnMut() -> bool,
     ) -> Result<(), Stop> {
         let text = std::str::from_utf8(bytes).map_err(|_| Stop::NotUtf8)?;
-        for n in text.nfkc() {
+        for n in crate::text::nfkc(text) {
             for lc in n.to_lowercase() {
                 if lc.is_alphanumeric() {
                     self.word(self.fold.char(lc));
