@@ -9,6 +9,8 @@
 #   bench/hostile_memory.sh          17 million characters
 #   CHARS=5 bench/hostile_memory.sh  5 million
 #   KIND=marks CHARS=100 bench/hostile_memory.sh  a 200 MB run of marks
+#   KIND=explain bench/hostile_memory.sh   simhash_explain of two texts
+#                                          just under its 16 MB (md5 words)
 # Needs the extension installed (scripts/install.sh); (re)starts the
 # throwaway cluster; reads /proc of the server, so run it on the server's
 # machine as root or as the server's user.
@@ -22,7 +24,10 @@ case $KIND in
             calls=("simhash(s)" "simhash_v2(s)" "simhash_v1(s)") ;;
     marks)  make="SELECT 'a' || repeat(chr(769), $CHARS * 1000000) AS s"
             calls=("simhash(s)" "simhash_v2(s)" "simhash_similarity(s, 'a')") ;;
-    *) echo "KIND is hangul or marks" >&2; exit 2 ;;
+    explain) make="SELECT string_agg(md5(i::text), ' ') AS s, string_agg(md5((i + 7)::text), ' ') AS t
+                   FROM generate_series(1, 490000) i"
+            calls=("simhash_explain(s, t)") ;;
+    *) echo "KIND is hangul, marks or explain" >&2; exit 2 ;;
 esac
 psql_db -c "DROP TABLE IF EXISTS hostile_text" \
     -c "CREATE TABLE hostile_text AS $make" \

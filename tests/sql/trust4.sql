@@ -112,6 +112,8 @@ EXCEPTION WHEN query_canceled THEN
                 ELSE 'cancelled late: ' || (clock_timestamp() - t0)::text END;
 END $f$;
 CREATE TEMP TABLE marks4 AS SELECT 'a' || repeat(chr(769), 10000000) AS s;
+CREATE TEMP TABLE explain4 AS SELECT string_agg(md5(i::text), ' ') AS s, string_agg(md5((i + 7)::text), ' ') AS t
+  FROM generate_series(1, 490000) i;
 SET statement_timeout = '300ms';
 SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 60000) i),
@@ -121,6 +123,10 @@ SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
 SELECT pg_temp.late($q$SELECT simhash_similarity(s, 'a') FROM marks4$q$) AS similarity_of_marks;
 SET statement_timeout = '100ms';
 SELECT pg_temp.late($q$SELECT simhash(s) FROM marks4$q$) AS simhash_of_marks;
+-- simhash_explain of two texts just under its 16 MB: checked after the
+-- walk too (it stopped 2.7 s late).
+SET statement_timeout = '300ms';
+SELECT pg_temp.late($q$SELECT simhash_explain(s, t) FROM explain4$q$) AS explain_of_16mb;
 RESET statement_timeout;
 SELECT simhash_similarity(s, 'á') AS marks_similar_to_one_accent FROM marks4;
 SELECT 1 AS after_cancel;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::distance::hamming;
 use crate::fingerprint::{Feature, FeaturesError, Fingerprinter, Version};
-use crate::similarity::{differing_spans, similarity_bytes_checked, Span};
+use crate::similarity::{differing_spans_checked, similarity_bytes_checked, Span};
 
 /// A feature and how it moved the bits in which the two fingerprints differ.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,7 +75,8 @@ pub fn explain(
     };
     let similarity = similarity_bytes_checked(a.as_bytes(), b.as_bytes(), &mut go_on)
         .map_err(|_| FeaturesError::Interrupted)?;
-    let (only_a, only_b) = differing_spans(a, b);
+    let (only_a, only_b) =
+        differing_spans_checked(a, b, &mut go_on).map_err(|()| FeaturesError::Interrupted)?;
     Ok(Explanation {
         fingerprints: (fa, fb),
         distance,

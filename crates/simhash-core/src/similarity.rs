@@ -223,14 +223,37 @@ pub fn similarity_measured(a: &str, b: &str, measure: Measure) -> f64 {
 /// inserted word is marked itself, not the two characters on each side
 /// whose grams it also breaks, and a changed character is marked alone.
 ///
-/// Memory grows with the texts (it keeps both streams): an explain
+/// Memory grows with the texts (it keeps both streams, 12 bytes a
+/// character, their grams, 8, and one text's gram counts): an explain
 /// helper for texts a person reads, not for the verification of a large
 /// table, which [`similarity_bytes_checked`] does.
 pub fn differing_spans(a: &str, b: &str) -> (Vec<Span>, Vec<Span>) {
-    let (sa, sb) = (stream(a), stream(b));
-    let (ka, kb) = (padded_keys(&sa, N), padded_keys(&sb, N));
-    (differing(&sa, &ka, &kb, N), differing(&sb, &kb, &ka, N))
+    differing_spans_checked(a, b, &mut || true).expect("never told to stop")
 }
+
+/// [`differing_spans`], calling `go_on` as it goes (before each few
+/// thousand characters of the walk, every [`SPAN_CHECK`] characters after
+/// it): `Err(())` when it says stop. Texts of at most 4 GB.
+#[allow(clippy::result_unit_err)]
+pub fn differing_spans_checked(
+    a: &str,
+    b: &str,
+    go_on: &mut impl FnMut() -> bool,
+) -> Result<(Vec<Span>, Vec<Span>), ()> {
+    // One stream held at a time: the other text's grams are counted from
+    // a walk of their own (each text is walked twice).
+    let mut one_side = |mine: &str, other: &str| -> Result<Vec<Span>, ()> {
+        let left = gram_counts(&stream(other, go_on)?, N);
+        differing(&stream(mine, go_on)?, left, N, go_on)
+    };
+    let only_a = one_side(a, b)?;
+    let only_b = one_side(b, a)?;
+    Ok((only_a, only_b))
+}
+
+/// Characters between two calls of `go_on` after the walk of
+/// [`differing_spans_checked`].
+const SPAN_CHECK: usize = 1 << 20;
 
 /// What stopped a walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -762,57 +785,78 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// The stream of `text` with the original span of each character.
-fn stream(text: &str) -> Vec<(u32, Span)> {
-    struct Collect(Vec<(u32, Span)>);
+/// A character of a stream and the span of original characters it came
+/// from, in 12 bytes.
+type Marked = (u32, u32, u32);
+
+fn stream(text: &str, go_on: &mut impl FnMut() -> bool) -> Result<Vec<Marked>, ()> {
+    struct Collect(Vec<Marked>);
     impl Push for Collect {
         fn push(&mut self, c: u32, start: usize, end: usize) {
-            self.0.push((c, Span { start, end }));
+            self.0.push((c, start as u32, end as u32));
         }
     }
     let mut s = Stream::new(Collect(Vec::new()));
-    walk(Input::Str(text), tables(), &mut || true, &mut s).expect("UTF-8, never interrupted");
-    s.inner.0
+    match walk(Input::Str(text), tables(), go_on, &mut s) {
+        Ok(()) => Ok(s.inner.0),
+        Err(_) => Err(()),
+    }
 }
 
-/// The gram keys of a stream padded with `n - 1` marks of its start
-/// before and of its end after (code points past U+10FFFF, so no
-/// character of a text), in order; none for an empty stream.
-fn padded_keys(stream: &[(u32, Span)], n: usize) -> Vec<u64> {
+/// Calls `key` with each gram key of a stream padded with `n - 1` marks
+/// of its start before and of its end after (code points past U+10FFFF,
+/// so no character of a text), in order; none for an empty stream.
+fn padded_keys(stream: &[Marked], n: usize, key: impl FnMut(u64)) {
     const START: u32 = 0x11_0000;
     const END: u32 = 0x11_0001;
-    let mut keys = Vec::with_capacity(stream.len() + n);
     if stream.is_empty() {
-        return keys;
+        return;
     }
-    let mut g = Grams::new(n, |k| keys.push(k));
+    let mut g = Grams::new(n, key);
     let pad = |c, g: &mut Grams<_>| (1..n).for_each(|_| g.push(c, 0, 0));
     pad(START, &mut g);
-    for &(c, _) in stream {
+    for &(c, _, _) in stream {
         g.push(c, 0, 0);
     }
     pad(END, &mut g);
-    keys
 }
 
-/// The merged spans of the characters of `stream` (padded grams `mine`)
-/// that every covering gram leaves unmatched in `other`.
-fn differing(stream: &[(u32, Span)], mine: &[u64], other: &[u64], n: usize) -> Vec<Span> {
-    let mut left: HashMap<u64, u32> = HashMap::new();
-    for &k in other {
-        *left.entry(k).or_insert(0) += 1;
-    }
-    let matched: Vec<bool> = mine
-        .iter()
-        .map(|k| match left.get_mut(k) {
+/// How often each padded gram of a stream occurs.
+fn gram_counts(stream: &[Marked], n: usize) -> HashMap<u64, u32> {
+    let mut counts: HashMap<u64, u32> = HashMap::new();
+    padded_keys(stream, n, |k| *counts.entry(k).or_insert(0) += 1);
+    counts
+}
+
+/// The merged spans of the characters of `stream` that every covering
+/// padded gram leaves unmatched in the other text (`left`: its grams'
+/// counts, each match taking one, in order).
+fn differing(
+    stream: &[Marked],
+    mut left: HashMap<u64, u32>,
+    n: usize,
+    go_on: &mut impl FnMut() -> bool,
+) -> Result<Vec<Span>, ()> {
+    let mut matched: Vec<bool> = Vec::with_capacity(stream.len() + n);
+    padded_keys(stream, n, |k| {
+        matched.push(match left.get_mut(&k) {
             Some(c) if *c > 0 => {
                 *c -= 1;
                 true
             }
             _ => false,
         })
-        .collect();
+    });
+    drop(left);
     let mut out: Vec<Span> = Vec::new();
-    for (j, &(_, span)) in stream.iter().enumerate() {
+    for (j, &(_, start, end)) in stream.iter().enumerate() {
+        if j % SPAN_CHECK == SPAN_CHECK - 1 && !go_on() {
+            return Err(());
+        }
+        let span = Span {
+            start: start as usize,
+            end: end as usize,
+        };
         // Character j is at j + n - 1 of the padded stream: grams j to
         // j + n - 1 cover it.
         if matched[j..j + n].iter().any(|&m| m) {
@@ -823,7 +867,7 @@ fn differing(stream: &[(u32, Span)], mine: &[u64], other: &[u64], n: usize) -> V
             _ => out.push(span),
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -873,9 +917,10 @@ mod tests {
     }
 
     fn stream_text(text: &str) -> String {
-        stream(text)
+        stream(text, &mut || true)
+            .unwrap()
             .iter()
-            .map(|&(c, _)| char::from_u32(c).unwrap())
+            .map(|&(c, _, _)| char::from_u32(c).unwrap())
             .collect()
     }
 
