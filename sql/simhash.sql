@@ -880,6 +880,12 @@ CREATE FUNCTION simhash_batch_order(n bigint[], fp bigint[], k integer)
     AS 'MODULE_PATHNAME', 'simhash_batch_order_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+-- Whether query is one statement (parsed, not run). For simhash_insert_new,
+-- which splices its order_by into a statement.
+CREATE FUNCTION simhash_one_statement(query text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_one_statement_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 -- Whether the transaction's snapshot cannot see a row version made by
 -- transaction xid (a row's xmin as a number): always false under READ
 -- COMMITTED. For simhash_insert_new under REPEATABLE READ and SERIALIZABLE.
@@ -970,6 +976,7 @@ DECLARE
     n_changed bigint;
     triggered boolean;
     key_type oid;
+    ctas text;
     src_key boolean;
     bkey text;
     tkey text;
@@ -1059,11 +1066,20 @@ BEGIN
         -- with the same fingerprint (and text, when verifying), an exact
         -- copy's stand-in: copies are settled by it, not paired (m
         -- copies in one batch would make m * m / 2 pairs).
-        EXECUTE format('CREATE TEMP TABLE %I AS SELECT q.*, q.simhash_n AS simhash_first '
+        ctas := format('CREATE TEMP TABLE %I AS SELECT q.*, q.simhash_n AS simhash_first '
                        'FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
                        '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
                        'NULL::integer AS simhash_dist FROM (%s) s) q',
                        work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+        -- order_by is SQL text (an expression list over the source's
+        -- columns): it must not close the statement and start another,
+        -- whoever chose it.
+        IF NOT @extschema@.simhash_one_statement(ctas) THEN
+            RAISE EXCEPTION 'simhash_insert_new: order_by must be a sort list, not statements: %', order_by
+                USING ERRCODE = '42601',
+                      HINT = 'Pass an expression list over the source''s columns, such as ''crawled_at DESC, id''.';
+        END IF;
+        EXECUTE ctas;
         GET DIAGNOSTICS batch_rows = ROW_COUNT;
     EXCEPTION WHEN undefined_column OR datatype_mismatch OR cannot_coerce THEN
         RAISE EXCEPTION 'simhash_insert_new: the source does not fit %: %', target, SQLERRM
@@ -1247,15 +1263,18 @@ BEGIN
     -- The insert, with the caller's search_path (see above).
     PERFORM set_config('search_path', caller_path, true);
     IF triggered THEN
+        -- The fingerprint, and the text when verifying (a trigger could
+        -- rewrite the text and keep a fingerprint the application wrote).
         EXECUTE pg_catalog.format('WITH ins AS (INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_temp.%3$I WHERE NOT simhash_skip
-                                     ORDER BY simhash_n RETURNING %4$I)
+                                     ORDER BY simhash_n RETURNING %4$I%5$s)
                         SELECT (SELECT pg_catalog.count(*) FROM ins),
-                               (SELECT pg_catalog.count(*) FROM (SELECT %4$I FROM ins
-                                                        EXCEPT ALL SELECT simhash_fp FROM pg_temp.%3$I WHERE NOT simhash_skip) x)',
-                       target, cols, work, fp_col) INTO n_in, n_changed;
+                               (SELECT pg_catalog.count(*) FROM (SELECT %4$I%5$s FROM ins
+                                                        EXCEPT ALL SELECT simhash_fp%5$s FROM pg_temp.%3$I WHERE NOT simhash_skip) x)',
+                       target, cols, work, fp_col,
+                       CASE WHEN text_col IS NULL THEN '' ELSE pg_catalog.format(', %I', text_col) END) INTO n_in, n_changed;
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         IF n_changed OPERATOR(pg_catalog.>) 0 THEN
-            RAISE EXCEPTION 'simhash_insert_new: a trigger on % changed the fingerprint of % rows after they were checked', target, n_changed
+            RAISE EXCEPTION 'simhash_insert_new: a trigger on % changed the fingerprint or the text of % rows after they were checked', target, n_changed
                 USING ERRCODE = '55000',
                       HINT = 'The load checks the rows as the source gives them; load through a staging step that applies the change first, or disable that trigger for the load.';
         END IF;
@@ -1267,8 +1286,12 @@ BEGIN
     END IF;
     EXECUTE format('SELECT count(*) FROM pg_temp.%I WHERE simhash_skip', work) INTO n_skip;
     IF skipped_into IS NOT NULL THEN
-        EXECUTE format('INSERT INTO %s (skipped, matched, distance) SELECT %s, simhash_match, simhash_dist
+        -- With the caller's search_path too: skipped_into's triggers find
+        -- what they name as under a plain INSERT.
+        PERFORM set_config('search_path', caller_path, true);
+        EXECUTE pg_catalog.format('INSERT INTO %s (skipped, matched, distance) SELECT %s, simhash_match, simhash_dist
                           FROM pg_temp.%I WHERE simhash_skip ORDER BY simhash_n', skipped_into, bkey, work);
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
     EXECUTE format('DROP TABLE pg_temp.%I', work);
     PERFORM set_config('search_path', caller_path, true);

@@ -669,6 +669,8 @@ impl Guard {
                                 pg_sys::ScanDirection::ForwardScanDirection,
                                 slot,
                             ) {
+                                // A hot band value can have many entries.
+                                pgrx::check_for_interrupts!();
                                 if let Some(found) = seen(slot) {
                                     outcome = Some(found);
                                     break;

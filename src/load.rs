@@ -394,3 +394,19 @@ fn simhash_latest_rows(query: &str) -> bool {
         }
     })
 }
+
+/// Whether `query` parses as exactly one statement (it is not run). For
+/// `simhash_insert_new`, which puts its `order_by` into a statement: a
+/// sort key that closes the statement and starts another is refused. A
+/// syntax error is PostgreSQL's own (42601).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_one_statement(query: &str) -> bool {
+    let query = std::ffi::CString::new(query)
+        .unwrap_or_else(|_| errors::nul_in_query("simhash_one_statement"));
+    // SAFETY: raw_parser reads a NUL-terminated string and returns a list
+    // in the current memory context (or raises PostgreSQL's error).
+    unsafe {
+        let list = pg_sys::raw_parser(query.as_ptr(), pg_sys::RawParseMode::RAW_PARSE_DEFAULT);
+        !list.is_null() && (*list).length == 1
+    }
+}

@@ -172,6 +172,8 @@ fn simhash_probe_fn(
                         pg_sys::ScanDirection::ForwardScanDirection,
                         slot,
                     ) {
+                        // A hot band value can have many entries.
+                        pgrx::check_for_interrupts!();
                         if slot_within(slot, attno, &within) {
                             tids.push((*slot).tts_tid);
                         }

@@ -216,4 +216,38 @@ INSERT INTO up4 VALUES (5, 'http://d.example/', 'v', 'the first version of an ar
 SELECT count(*) AS rows FROM up4;
 DROP TABLE up4;
 
+-- 13. Smaller ones. order_by cannot carry a statement of its own:
+CREATE TABLE ob4 (id bigint PRIMARY KEY, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('ob4', 'fp', '4x16');
+CREATE TABLE ob4_src (id bigint, fp simhash64);
+INSERT INTO ob4_src VALUES (1, '0000000000000001');
+SELECT * FROM simhash_insert_new('ob4', 'ob4_src', 3, 'id); CREATE TABLE ob4_pwn(); SELECT (1');
+SELECT to_regclass('ob4_pwn') IS NULL AS nothing_ran;
+-- skipped_into's triggers run with the caller's search_path (they failed
+-- with 42P01, as the target's did before 0.7.0):
+CREATE SCHEMA app4;
+CREATE TABLE app4.audit (skipped bigint);
+CREATE FUNCTION app4.audit_skip() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN INSERT INTO audit VALUES (NEW.skipped); RETURN NEW; END $f$;
+CREATE TABLE ob4_skips (skipped bigint, matched bigint, distance integer);
+CREATE TRIGGER audit BEFORE INSERT ON ob4_skips FOR EACH ROW EXECUTE FUNCTION app4.audit_skip();
+INSERT INTO ob4_src VALUES (2, '0000000000000003');
+SET search_path = app4, public;
+SELECT * FROM simhash_insert_new('ob4', 'ob4_src', 3, 'id', skipped_into => 'ob4_skips');
+RESET search_path;
+SELECT * FROM app4.audit;
+-- A verified load into a target whose other trigger rewrites the text but
+-- keeps the fingerprint the application wrote: refused, not let in.
+CREATE TABLE tx4 (id bigint PRIMARY KEY, body text, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('tx4', 'fp', '4x16');
+CREATE FUNCTION pg_temp.rewrite() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN NEW.body := 'rewritten: ' || NEW.body; RETURN NEW; END $f$;
+CREATE TRIGGER a_rewrite BEFORE INSERT ON tx4 FOR EACH ROW EXECUTE FUNCTION pg_temp.rewrite();
+CREATE TABLE tx4_src (id bigint, body text, fp simhash64);
+INSERT INTO tx4_src VALUES (1, 'a text', '0000000000000001');
+SELECT * FROM simhash_insert_new('tx4', 'tx4_src', 3, 'id', text_col => 'body');
+SELECT count(*) AS loaded FROM tx4;
+DROP TABLE ob4, ob4_src, ob4_skips, tx4, tx4_src;
+DROP SCHEMA app4 CASCADE;
+
 DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src, r4 CASCADE;
