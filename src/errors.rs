@@ -496,3 +496,13 @@ pub fn spi_code_failed(what: &str, code: i32) -> ! {
         None,
     )
 }
+
+/// 53200: a load's batch larger than `simhash.load_memory` allows.
+pub fn load_batch_exceeded(what: &str, rows: usize, cap: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        format!("{what}: a batch of {rows} rows needs more than simhash.load_memory ({cap})"),
+        Some("The load holds about 136 bytes a batch row in memory.".into()),
+        Some("Load in smaller batches, or raise simhash.load_memory."),
+    )
+}

@@ -76,6 +76,13 @@ fn batch_of(what: &str, n: &Array<'_, i64>, fp: &Array<'_, i64>) -> (Vec<i64>, V
     if n.len() > MAX_BATCH {
         errors::out_of_memory(what, n.len());
     }
+    // What the batch will take, asked before it is allocated: under
+    // Linux's overcommit a refused allocation is the OOM killer, not an
+    // error, so the bound is the setting's.
+    let (cap, cap_text) = load_memory();
+    if (n.len() as i64).saturating_mul(BATCH_ROW_BYTES) > cap {
+        errors::load_batch_exceeded(what, n.len(), &cap_text);
+    }
     let (mut ns, mut fps) = (Vec::new(), Vec::new());
     if ns.try_reserve(n.len()).is_err() || fps.try_reserve(n.len()).is_err() {
         errors::out_of_memory(what, n.len());
@@ -106,6 +113,12 @@ fn near_failed(what: &str, e: NearError, k: i32, rows: usize) -> ! {
 fn load_memory() -> (i64, String) {
     Spi::connect(|client| clusters::memory_setting(client, "simhash.load_memory"))
 }
+
+/// What one batch row takes in memory in the load's searches, all told:
+/// its place, key and fingerprint (24 bytes), the bands' runs of the
+/// first copies (4 x 12), the order and first-copy tables (16), the
+/// target's best match per first copy (24) and the result (24).
+const BATCH_ROW_BYTES: i64 = 136;
 
 /// What one pair of the batch takes in memory, all told: 12 bytes found,
 /// then its row of the result and the two arrays the SQL step builds.

@@ -79,7 +79,7 @@ SELECT count(*) AS guards FROM pg_trigger WHERE tgrelid = 'g4'::regclass AND NOT
 
 -- 6. The batch's pairs are bounded by simhash.load_memory: 53200 with a
 -- hint naming it, not hundreds of megabytes.
-SET simhash.load_memory = '64kB';
+SET simhash.load_memory = '1MB';
 SELECT count(*) FROM simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 3000) i),
     (SELECT array_agg(i::bigint) FROM generate_series(1, 3000) i), 11);
@@ -90,13 +90,20 @@ CREATE TABLE p4 (id bigint PRIMARY KEY, fp simhash64);
 SELECT count(*) FROM simhash_add_bands('p4', 'fp', '4x16');
 CREATE TABLE p4_src AS SELECT i::bigint AS id, lpad(to_hex(i % 2048), 16, '0')::simhash64 AS fp
     FROM generate_series(1, 3000) i;
-SET simhash.load_memory = '64kB';
+SET simhash.load_memory = '1MB';
 SET simhash.load_check = scan;
 SELECT * FROM simhash_insert_new('p4', 'p4_src', 11, 'id');
 TRUNCATE p4;
 SET simhash.load_check = probe;
 SELECT * FROM simhash_insert_new('p4', 'p4_src', 11, 'id');
 RESET simhash.load_check;
+-- The batch itself is bounded by it, before anything is allocated (under
+-- Linux's overcommit a refused allocation is the OOM killer).
+TRUNCATE p4;
+SET simhash.load_memory = '100kB';
+\set VERBOSITY terse
+SELECT * FROM simhash_insert_new('p4', 'p4_src', 11, 'id');
+\set VERBOSITY default
 RESET simhash.load_memory;
 
 -- 7. A cancel within the batch's pairs comes within a second of the
