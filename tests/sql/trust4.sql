@@ -118,6 +118,9 @@ EXCEPTION WHEN query_canceled THEN
     RETURN CASE WHEN clock_timestamp() - t0 < interval '1.5 s' THEN 'cancelled in time'
                 ELSE 'cancelled late: ' || (clock_timestamp() - t0)::text END;
 END $f$;
+CREATE TABLE c4 (id bigint PRIMARY KEY, fp simhash64);
+SELECT count(*) FROM simhash_add_bands('c4', 'fp', '4x16');
+CREATE TABLE c4_src AS SELECT i::bigint AS id, ((i::bigint * 7919) << 32)::simhash64 AS fp FROM generate_series(1, 60000) i;
 CREATE TEMP TABLE marks4 AS SELECT 'a' || repeat(chr(769), 10000000) AS s;
 CREATE TEMP TABLE explain4 AS SELECT string_agg(md5(i::text), ' ') AS s, string_agg(md5((i + 7)::text), ' ') AS t
   FROM generate_series(1, 490000) i;
@@ -125,6 +128,16 @@ SET statement_timeout = '300ms';
 SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 60000) i),
     (SELECT array_agg((i::bigint * 7919) << 32) FROM generate_series(1, 60000) i), 0)$q$) AS near_pairs;
+-- The load's own searches on such a batch (60,000 rows whose
+-- fingerprints share their low 32 bits: all work between row counts),
+-- read once and probed (they stopped 13-31 s late).
+SET statement_timeout = '300ms';
+SET simhash.load_check = scan;
+SELECT pg_temp.late($q$SELECT * FROM simhash_insert_new('c4', 'c4_src', 0, 'id')$q$) AS load_read_once;
+SET statement_timeout = '300ms';
+SET simhash.load_check = probe;
+SELECT pg_temp.late($q$SELECT * FROM simhash_insert_new('c4', 'c4_src', 0, 'id')$q$) AS load_probed;
+RESET simhash.load_check;
 -- A run of combining marks: normalized a bounded window at a time, with
 -- checks inside the run (simhash_similarity stopped 16 s late on 200 MB).
 SELECT pg_temp.late($q$SELECT simhash_similarity(s, 'a') FROM marks4$q$) AS similarity_of_marks;
@@ -254,7 +267,7 @@ CREATE TABLE tx4_src (id bigint, body text, fp simhash64);
 INSERT INTO tx4_src VALUES (1, 'a text', '0000000000000001');
 SELECT * FROM simhash_insert_new('tx4', 'tx4_src', 3, 'id', text_col => 'body');
 SELECT count(*) AS loaded FROM tx4;
-DROP TABLE ob4, ob4_src, ob4_skips, tx4, tx4_src;
+DROP TABLE ob4, ob4_src, ob4_skips, tx4, tx4_src, c4, c4_src;
 DROP SCHEMA app4 CASCADE;
 
 DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src, r4 CASCADE;
