@@ -170,6 +170,17 @@ CREATE FUNCTION simhash_similarity(a text, b text) RETURNS double precision
     AS 'MODULE_PATHNAME', 'simhash_similarity_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
 
+-- Candidate keys beside the fingerprint: MinHash-LSH of the character
+-- 5-grams of the text as simhash_similarity normalizes it, 32 bands of 4
+-- hashes, each band's key an integer (NULL for a text without a word
+-- character). Two texts whose grams overlap by Jaccard 0.5 share a key
+-- with probability 0.98, by 0.3 with 0.5: a copy the fingerprint moves
+-- past distance 11 (scattered edits, a footer) is still found through a
+-- GIN index on a generated column of these keys (&&), then verified.
+CREATE FUNCTION simhash_lsh(text) RETURNS integer[]
+    AS 'MODULE_PATHNAME', 'simhash_lsh_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
+
 CREATE FUNCTION simhash_is_near_duplicate(a text, b text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_is_near_duplicate_text_wrapper'
     LANGUAGE C STABLE STRICT PARALLEL SAFE COST 7000;

@@ -85,6 +85,26 @@ fn simhash_similarity_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
     similarity_of(a, b)
 }
 
+/// `simhash_lsh(text)`: the text's candidate keys beside the fingerprint
+/// ([`simhash_core::lsh`]): 32 integers, NULL for a text without a word
+/// character.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_lsh_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<Vec<i32>> {
+    functions::check_utf8_database();
+    // SAFETY: a strict function of one text argument, called by PostgreSQL.
+    let text = unsafe { crate::detoast::text_bytes((*fcinfo).args.as_slice(1)[0].value) };
+    let keys = simhash_core::lsh::keys_checked(text, || {
+        pgrx::check_for_interrupts!();
+        true
+    });
+    match keys {
+        Ok(keys) => keys.map(|k| k.to_vec()),
+        Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
+        // The closure never says stop: a cancel leaves by PostgreSQL's error.
+        Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
+    }
+}
+
 /// Whether the rule of record calls `a` and `b` near-duplicates: their
 /// fingerprints within `k` and their similarity at least `threshold`.
 /// Texts without features are never near-duplicates (no fingerprint).

@@ -31,6 +31,7 @@ pub mod guard;
 pub mod hex;
 pub mod idf;
 pub mod layout;
+pub mod lsh;
 pub mod near;
 mod part;
 pub mod pglz;

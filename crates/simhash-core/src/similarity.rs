@@ -157,6 +157,24 @@ pub fn similarity(a: &str, b: &str) -> f64 {
     similarity_measured(a, b, Measure::DEFINITION)
 }
 
+/// Calls `emit` with the key of every `n`-gram of the text's stream (the
+/// normalized text the similarity compares: word characters, each run of
+/// separators one space), in order, repeats included: keys of up to three
+/// characters are exact, longer ones xxh3-64 hashes. The bytes are checked
+/// to be UTF-8 and `go_on` is called as [`similarity_bytes_checked`]
+/// calls it. For the candidate keys of [`crate::lsh`].
+pub fn gram_keys_checked(
+    text: &[u8],
+    n: usize,
+    mut go_on: impl FnMut() -> bool,
+    emit: impl FnMut(u64),
+) -> Result<(), SimilarityError> {
+    walk_grams(Input::Bytes(text), tables(), n, &mut go_on, emit).map_err(|stop| match stop {
+        Stop::Interrupted => SimilarityError::Interrupted,
+        Stop::NotUtf8 => SimilarityError::NotUtf8,
+    })
+}
+
 /// [`similarity`] of raw bytes, for the database: the bytes are checked
 /// to be UTF-8 as they are read ([`SimilarityError::NotUtf8`]), `go_on`
 /// is called before each few thousand characters of either text

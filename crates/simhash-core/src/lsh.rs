@@ -1,0 +1,252 @@
+//! A second candidate source beside the fingerprint's bands: MinHash
+//! locality-sensitive hashing of the character 5-grams of the verifier's
+//! normalized stream ([`crate::similarity`]).
+//!
+//! A 64-bit SimHash moves past distance 11 when about 5% of an English
+//! text's characters change at scattered places, or when a footer doubles
+//! a short text; the sets of 5-grams of such copies still overlap a lot.
+//! MinHash estimates that overlap (Jaccard similarity): for each of
+//! [`HASHES`] hash functions, the smallest hash over the text's distinct
+//! grams. Grouped in [`BANDS`] bands of [`ROWS`], two texts share a band's
+//! key with probability `J^ROWS`, so they share at least one of the
+//! bands' keys with probability `1 - (1 - J^ROWS)^BANDS`: at 32 x 4, 0.5
+//! for `J` = 0.30, 0.98 for `J` = 0.50. A shared key only makes a
+//! candidate; the rule of record decides on the texts
+//! (`simhash_similarity`).
+//!
+//! The keys are 32-bit integers (the band's number is hashed in, so keys
+//! of different bands never meet): stored in an `integer[]` column, a GIN
+//! index finds the rows that share one (`&&`). A collision of two keys
+//! costs one verification, no wrong answer.
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::similarity::{gram_keys_checked, SimilarityError};
+
+/// The characters of a gram.
+pub const GRAM: usize = 5;
+/// Bands, and hash functions per band.
+pub const BANDS: usize = 32;
+pub const ROWS: usize = 4;
+/// Hash functions in all.
+pub const HASHES: usize = BANDS * ROWS;
+
+/// The hash functions: `h_i(x) = (a_i * x + b_i) >> 32` over 64 bits, with
+/// `a_i` odd (multiply-shift), from a fixed seed.
+struct Family {
+    a: [u64; HASHES],
+    b: [u64; HASHES],
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn family() -> &'static Family {
+    static FAMILY: std::sync::OnceLock<Family> = std::sync::OnceLock::new();
+    FAMILY.get_or_init(|| {
+        let mut state = 0x5349_4D48_4153_484C; // "SIMHASHL"
+        let mut f = Family {
+            a: [0; HASHES],
+            b: [0; HASHES],
+        };
+        for i in 0..HASHES {
+            f.a[i] = splitmix(&mut state) | 1;
+            f.b[i] = splitmix(&mut state);
+        }
+        f
+    })
+}
+
+/// Takes the gram `key` into the minima of every hash function.
+#[inline]
+fn add(mins: &mut [u32; HASHES], key: u64) {
+    let f = family();
+    // The gram's key mixed once, so that keys of up to three characters
+    // (exact code points) spread over 64 bits.
+    let x = xxh3_64(&key.to_le_bytes());
+    for ((min, &a), &b) in mins.iter_mut().zip(&f.a).zip(&f.b) {
+        let h = (a.wrapping_mul(x).wrapping_add(b) >> 32) as u32;
+        *min = (*min).min(h);
+    }
+}
+
+/// The minimum of each hash function over the distinct grams of `keys`
+/// (the gram keys, repeats allowed), or `None` when there are none.
+#[cfg(test)]
+fn signature(keys: impl IntoIterator<Item = u64>) -> Option<[u32; HASHES]> {
+    let mut mins = [u32::MAX; HASHES];
+    let mut any = false;
+    for key in keys {
+        any = true;
+        add(&mut mins, key);
+    }
+    any.then_some(mins)
+}
+
+/// The band keys of a signature: band `b`'s [`ROWS`] minima and `b`
+/// hashed together, as an `i32`.
+fn band_keys(mins: &[u32; HASHES]) -> [i32; BANDS] {
+    let mut out = [0i32; BANDS];
+    for (b, key) in out.iter_mut().enumerate() {
+        let mut bytes = [0u8; 4 * ROWS + 4];
+        for r in 0..ROWS {
+            bytes[4 * r..4 * r + 4].copy_from_slice(&mins[b * ROWS + r].to_le_bytes());
+        }
+        bytes[4 * ROWS..].copy_from_slice(&(b as u32).to_le_bytes());
+        *key = xxh3_64(&bytes) as i32;
+    }
+    out
+}
+
+/// The [`BANDS`] candidate keys of a text (raw bytes, checked to be
+/// UTF-8), or `None` for a text without a word character (a stream
+/// shorter than [`GRAM`] characters is one gram of its own, as the
+/// similarity takes it). `go_on` is called as the similarity calls it. Memory: a
+/// few hundred bytes whatever the text.
+pub fn keys_checked(
+    text: &[u8],
+    go_on: impl FnMut() -> bool,
+) -> Result<Option<[i32; BANDS]>, SimilarityError> {
+    let mut mins = [u32::MAX; HASHES];
+    let mut any = false;
+    gram_keys_checked(text, GRAM, go_on, |key| {
+        any = true;
+        add(&mut mins, key);
+    })?;
+    Ok(any.then(|| band_keys(&mins)))
+}
+
+/// [`keys_checked`] of a string, never stopped.
+pub fn keys(text: &str) -> Option<[i32; BANDS]> {
+    keys_checked(text.as_bytes(), || true).expect("UTF-8, never stopped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::splitmix as next;
+    use std::collections::HashSet;
+
+    fn grams(text: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        gram_keys_checked(text.as_bytes(), GRAM, || true, |k| out.push(k)).unwrap();
+        out
+    }
+
+    fn jaccard(a: &str, b: &str) -> f64 {
+        let (ga, gb): (HashSet<u64>, HashSet<u64>) = (
+            grams(a).into_iter().collect(),
+            grams(b).into_iter().collect(),
+        );
+        ga.intersection(&gb).count() as f64 / ga.union(&gb).count() as f64
+    }
+
+    #[test]
+    fn the_keys_are_the_signature_of_the_distinct_grams() {
+        let text = "The harbour master counted the boats that came back before the storm.";
+        let by_set = band_keys(&signature(grams(text)).unwrap());
+        assert_eq!(keys(text), Some(by_set));
+        // Repeats do not count: a set, not a bag.
+        let twice = format!("{text} {text}");
+        let distinct: HashSet<u64> = grams(&twice).into_iter().collect();
+        assert_eq!(
+            band_keys(&signature(distinct).unwrap()),
+            keys(&twice).unwrap()
+        );
+        // Normalized as the verifier normalizes: case, width, punctuation.
+        assert_eq!(keys("Hello, World!"), keys("hello   ＷＯＲＬＤ"));
+        // No word character, no keys; a stream shorter than a gram is one
+        // gram of its own (as the similarity takes it).
+        assert_eq!(keys("!!"), None);
+        assert_eq!(keys(""), None);
+        assert_eq!(keys("abcd"), keys("ABCD."));
+        assert_ne!(keys("abcd"), keys("abce"));
+    }
+
+    #[test]
+    fn bands_share_keys_about_as_often_as_the_theory_says() {
+        // Texts made of random words, and copies with a share of their
+        // words replaced: the fraction of band keys two texts share
+        // estimates J^ROWS, within sampling error.
+        let words: Vec<String> = (0..2000)
+            .map(|i| {
+                let mut s = i as u64 * 7919;
+                (0..(3 + next(&mut s) % 6))
+                    .map(|_| (b'a' + (next(&mut s) % 26) as u8) as char)
+                    .collect()
+            })
+            .collect();
+        let mut seed = 42;
+        let (mut expected, mut seen, mut n) = (0.0, 0.0, 0.0);
+        for _ in 0..60 {
+            let len = 150;
+            let a: Vec<usize> = (0..len)
+                .map(|_| (next(&mut seed) % 2000) as usize)
+                .collect();
+            let b: Vec<usize> = a
+                .iter()
+                .map(|&w| {
+                    if next(&mut seed) % 10 < 2 {
+                        (next(&mut seed) % 2000) as usize
+                    } else {
+                        w
+                    }
+                })
+                .collect();
+            let ta: String = a
+                .iter()
+                .map(|&w| words[w].as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let tb: String = b
+                .iter()
+                .map(|&w| words[w].as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let j = jaccard(&ta, &tb);
+            let (ka, kb) = (keys(&ta).unwrap(), keys(&tb).unwrap());
+            let shared = ka.iter().zip(kb.iter()).filter(|(x, y)| x == y).count();
+            expected += j.powi(ROWS as i32);
+            seen += shared as f64 / BANDS as f64;
+            n += 1.0;
+        }
+        let (expected, seen) = (expected / n, seen / n);
+        assert!(
+            (seen - expected).abs() < 0.05,
+            "shared band fraction {seen:.3}, J^4 {expected:.3}"
+        );
+    }
+
+    #[test]
+    fn different_texts_share_no_key_and_copies_share_most() {
+        let a = "A long report on the harbour, the boats that sail from it at dawn, and the storms of the winter past.";
+        let b = "Notes on mountain weather: snow that fell all season, the passes it closed and the villages it cut off.";
+        let (ka, kb) = (keys(a).unwrap(), keys(b).unwrap());
+        assert_eq!(ka.iter().zip(kb.iter()).filter(|(x, y)| x == y).count(), 0);
+        let copy = format!("{a} Read more at our site.");
+        let kc = keys(&copy).unwrap();
+        assert!(ka.iter().zip(kc.iter()).filter(|(x, y)| x == y).count() > 0);
+    }
+
+    #[test]
+    fn stops_when_told() {
+        let long = "word ".repeat(100_000);
+        let mut calls = 0;
+        assert_eq!(
+            keys_checked(long.as_bytes(), || {
+                calls += 1;
+                calls < 2
+            }),
+            Err(SimilarityError::Interrupted)
+        );
+        assert_eq!(
+            keys_checked(b"\xff\xfe abcdef", || true),
+            Err(SimilarityError::NotUtf8)
+        );
+    }
+}
