@@ -96,6 +96,20 @@ fn batch_of(what: &str, n: &Array<'_, i64>, fp: &Array<'_, i64>) -> (Vec<i64>, V
     (ns, fps)
 }
 
+/// [`batch_of`] for a search within `k` of the batch itself, `k` checked.
+fn batch_within(
+    what: &str,
+    n: &Array<'_, i64>,
+    fp: &Array<'_, i64>,
+    k: i32,
+) -> (Vec<i64>, Vec<u64>) {
+    let batch = batch_of(what, n, fp);
+    if !(0..=MAX_PROBED_K as i32).contains(&k) {
+        errors::load_distance_out_of_range(what, k, MAX_PROBED_K);
+    }
+    batch
+}
+
 /// The error of a batch that cannot be searched: `k` out of range (the
 /// batch's size is checked before), or no memory.
 fn near_failed(what: &str, e: NearError, k: i32, rows: usize) -> ! {
@@ -149,10 +163,7 @@ fn simhash_near_pairs(
     fp: Array<'_, i64>,
     k: i32,
 ) -> TableIterator<'static, (name!(later, i64), name!(earlier, i64), name!(distance, i32))> {
-    let (ns, fps) = batch_of("simhash_near_pairs", &n, &fp);
-    if !(0..=MAX_PROBED_K as i32).contains(&k) {
-        errors::load_distance_out_of_range("simhash_near_pairs", k, MAX_PROBED_K);
-    }
+    let (ns, fps) = batch_within("simhash_near_pairs", &n, &fp, k);
     let max_pairs = usize::try_from(load_memory().0 / PAIR_BYTES).unwrap_or(0);
     let pairs = pairs_within(&fps, k as u32, max_pairs, &mut interrupts)
         .unwrap_or_else(|e| near_failed("simhash_near_pairs", e, k, fps.len()));
@@ -176,10 +187,7 @@ fn simhash_batch_order(
     k: i32,
 ) -> TableIterator<'static, (name!(skipped, i64), name!(matched, i64))> {
     const WHAT: &str = "simhash_batch_order";
-    let (ns, fps) = batch_of(WHAT, &n, &fp);
-    if !(0..=MAX_PROBED_K as i32).contains(&k) {
-        errors::load_distance_out_of_range(WHAT, k, MAX_PROBED_K);
-    }
+    let (ns, fps) = batch_within(WHAT, &n, &fp, k);
     // In the order of n.
     let mut order: Vec<usize> = (0..ns.len()).collect();
     order.sort_unstable_by_key(|&i| ns[i]);
