@@ -270,4 +270,26 @@ SELECT count(*) AS loaded FROM tx4;
 DROP TABLE ob4, ob4_src, ob4_skips, tx4, tx4_src, c4, c4_src;
 DROP SCHEMA app4 CASCADE;
 
+-- 14. Bad input to the functions this round added: NULL, empty, out of
+-- range, malformed, and a cancel on a large text (SQLSTATEs only).
+SELECT simhash_lsh(NULL) IS NULL AS lsh_null, simhash_lsh('') IS NULL AS lsh_empty,
+       simhash_lsh(repeat(' ', 1000)) IS NULL AS lsh_spaces;
+SELECT simhash_one_statement('') AS no_statement, simhash_one_statement('SELECT 1; SELECT 2') AS two,
+       simhash_one_statement('SELECT 1') AS one;
+SELECT simhash_xid_unseen(-1) AS negative_xid, simhash_xid_unseen(NULL) IS NULL AS null_xid;
+SELECT count(*) AS null_places_left_out FROM simhash_batch_order(ARRAY[1, NULL, 3], ARRAY[5, 5, 5], 3);
+\set VERBOSITY sqlstate
+SELECT simhash_one_statement('SELEC 1');
+SELECT * FROM simhash_batch_order(ARRAY[1, 2], ARRAY[5], 3);
+SELECT * FROM simhash_batch_order(ARRAY[1], ARRAY[5], 12);
+SELECT * FROM simhash_batch_order(ARRAY[1], ARRAY[5], -1);
+SELECT simhash_latest_rows('SELEC 1');
+SELECT simhash_latest_rows('CREATE TABLE latest4 ()');
+\set VERBOSITY default
+SELECT simhash_latest_rows('SELECT 1') AS a_row, simhash_latest_rows('SELECT 1 WHERE false') AS no_row;
+CREATE TEMP TABLE lsh4 AS SELECT repeat('word ', 4000000) AS s;
+SET statement_timeout = '300ms';
+SELECT pg_temp.late($q$SELECT simhash_lsh(s) FROM lsh4$q$) AS lsh_of_20mb;
+RESET statement_timeout;
+
 DROP TABLE n4, n4_src, n4_skips, v4, v4_one, v4_src, g4, p4, p4_src, r4 CASCADE;
