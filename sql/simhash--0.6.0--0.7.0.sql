@@ -654,6 +654,9 @@ BEGIN
     IF to_regclass('pg_temp.' || quote_ident(work)) IS NOT NULL THEN
         EXECUTE format('DROP TABLE pg_temp.%I', work);  -- left by a call that failed
     END IF;
+    IF to_regclass('pg_temp.' || quote_ident(work || '_m')) IS NOT NULL THEN
+        EXECUTE format('DROP TABLE pg_temp.%I', work || '_m');
+    END IF;
     BEGIN
         -- Stored in the batch's order (simhash_n), which the final insert
         -- keeps. simhash_first (set below): the first row of the batch
@@ -775,16 +778,22 @@ BEGIN
             -- texts when verifying, nothing else) to every worker, each joins them with its shards through
             -- their band indexes (and verifies there), and the matches come
             -- back; the smallest key a row matched is the one reported.
-            EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                              FROM (SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
+            -- The matches go into a table of their own first: Citus plans
+            -- a join of the temporary work table with a reference table
+            -- in a SELECT, not in an UPDATE ("relation ... is not
+            -- distributed").
+            EXECUTE format('CREATE TEMP TABLE %8$I AS SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
                                       FROM (SELECT s2.simhash_n, %2$s AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
                                               FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I
                                                                  WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
                                                 ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
-                                     ORDER BY c.simhash_n, c.key) m
-                             WHERE s.simhash_n = m.simhash_n',
+                                     ORDER BY c.simhash_n, c.key',
                            work, tkey, fp_col, target, k, verify_ts,
-                           CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
+                           CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END,
+                           work || '_m');
+            EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                              FROM pg_temp.%2$I m WHERE s.simhash_n = m.simhash_n', work, work || '_m');
+            EXECUTE format('DROP TABLE pg_temp.%I', work || '_m');
         END IF;
         -- Within k of an earlier kept row of the batch: the pairs within k
         -- among the rows the target left (first copies only), found in memory

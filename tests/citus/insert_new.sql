@@ -100,6 +100,47 @@ BEGIN
 END
 $$;
 
+-- A reference table as the target: probed, read once and verified, the
+-- same rows as into the local table (probed, Citus used to refuse the
+-- work table's join with it: "relation ... is not distributed").
+CREATE TABLE ins_ref (LIKE ins_local INCLUDING GENERATED);
+ALTER TABLE ins_ref ADD PRIMARY KEY (id);
+SELECT create_reference_table('ins_ref') \gset
+SELECT count(*) FROM simhash_add_bands('ins_ref', 'fp', '4x16') \gset
+DELETE FROM ins_local WHERE id >= 100000;
+INSERT INTO ins_ref (id, body) SELECT id, body FROM ins_local;
+DO $$
+DECLARE
+    r record;
+    l record;
+    mode text;
+    verified boolean;
+BEGIN
+    FOR mode, verified IN SELECT * FROM (VALUES ('probe', false), ('scan', false), ('probe', true)) v LOOP
+        PERFORM set_config('simhash.load_check', mode, true);
+        IF verified THEN
+            SELECT * INTO r FROM simhash_insert_new('ins_ref', 'ins_src', 11, 'seq', text_col => 'body');
+            SELECT * INTO l FROM simhash_insert_new('ins_local', 'ins_src', 11, 'seq', text_col => 'body');
+        ELSE
+            SELECT * INTO r FROM simhash_insert_new('ins_ref', 'ins_src', 3, 'seq');
+            SELECT * INTO l FROM simhash_insert_new('ins_local', 'ins_src', 3, 'seq');
+        END IF;
+        IF r.inserted <> l.inserted OR r.skipped <> l.skipped OR r.skipped = 0 THEN
+            RAISE EXCEPTION 'reference table, %, verified %: inserted % and skipped %, local % and %',
+                mode, verified, r.inserted, r.skipped, l.inserted, l.skipped;
+        END IF;
+        IF EXISTS (SELECT id FROM ins_ref EXCEPT SELECT id FROM ins_local)
+           OR EXISTS (SELECT id FROM ins_local EXCEPT SELECT id FROM ins_ref) THEN
+            RAISE EXCEPTION 'reference table, %, verified %: other rows than the local table', mode, verified;
+        END IF;
+        DELETE FROM ins_ref WHERE id >= 100000;
+        DELETE FROM ins_local WHERE id >= 100000;
+    END LOOP;
+    PERFORM set_config('simhash.load_check', 'auto', true);
+END
+$$;
+DROP TABLE ins_ref;
+
 -- Bad input gets its SQLSTATE on Citus too.
 CREATE TABLE ins_nobands (id bigint PRIMARY KEY, body text, fp simhash64);
 SELECT create_distributed_table('ins_nobands', 'id') \gset
