@@ -980,6 +980,10 @@ DECLARE
     src_key boolean;
     bkey text;
     tkey text;
+    lsh name;
+    keys_expr text := 'NULL::pg_catalog.int4[]';
+    cand_ts text;
+    lsh_pairs text := '';
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL THEN
@@ -1037,6 +1041,20 @@ BEGIN
                             text_col, threshold);
         verify_xy := format(' AND (x.%1$I IS NULL OR y.%1$I IS NULL OR @extschema@.simhash_similarity(x.%1$I, y.%1$I) OPERATOR(pg_catalog.>=) %2$L::pg_catalog.float8)',
                             text_col, threshold);
+        -- The second source, when the target has it (simhash_add_lsh):
+        -- each batch row's candidate keys, matched through the target's
+        -- GIN index and among the batch, verified as the rest.
+        lsh := @extschema@.simhash_lsh_column(target, text_col);
+        IF lsh IS NOT NULL THEN
+            keys_expr := format('@extschema@.simhash_lsh(s.%I)', text_col);
+        END IF;
+    END IF;
+    -- A target row is a candidate of a batch row (s2) within k, or, with
+    -- the second source, when they share a key.
+    cand_ts := format('t.%1$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %2$s', fp_col, k);
+    IF lsh IS NOT NULL THEN
+        cand_ts := format('(%1$s OR (t.%2$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND t.%3$I IS NOT NULL AND s2.simhash_fp IS NOT NULL))',
+                          cand_ts, lsh, fp_col);
     END IF;
     IF source = target THEN
         RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
@@ -1072,8 +1090,8 @@ BEGIN
         ctas := format('CREATE TEMP TABLE %I AS SELECT q.*, q.simhash_n AS simhash_first '
                        'FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
                        '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
-                       'NULL::integer AS simhash_dist FROM (%s) s) q',
-                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, src);
+                       'NULL::integer AS simhash_dist, %s AS simhash_keys FROM (%s) s) q',
+                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, keys_expr, src);
         -- order_by is SQL text (an expression list over the source's
         -- columns): it must not close the statement and start another,
         -- whoever chose it.
@@ -1093,7 +1111,7 @@ BEGIN
                       FROM pg_attribute a JOIN pg_attribute w ON w.attrelid = %L::regclass AND w.attname = a.attname
                      WHERE a.attrelid = %L::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''''
                        AND a.attidentity OPERATOR(pg_catalog.<>) ''a''
-                       AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'', ''simhash_first'')',
+                       AND NOT a.attname IN (''simhash_n'', ''simhash_fp'', ''simhash_skip'', ''simhash_match'', ''simhash_dist'', ''simhash_first'', ''simhash_keys'')',
                    'pg_temp.' || quote_ident(work), target) INTO cols;
     IF cols IS NULL THEN
         RAISE EXCEPTION 'simhash_insert_new: the source has no column of %', target
@@ -1174,11 +1192,11 @@ BEGIN
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                               FROM (SELECT s2.simhash_n, t.key, (t.fp OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
                                       FROM pg_temp.%1$I s2, LATERAL (SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
-                                           WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s
+                                           WHERE %7$s %6$s
                                            ORDER BY 1 NULLS LAST LIMIT 1) t
                                      WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
                              WHERE s.simhash_n = m.simhash_n',
-                           work, tkey, fp_col, target, k, verify_ts);
+                           work, tkey, fp_col, target, k, verify_ts, cand_ts);
         ELSE
             -- A Citus table: Citus sends the work table's fingerprints (and
             -- texts when verifying, nothing else) to every worker, each joins them with its shards through
@@ -1190,13 +1208,13 @@ BEGIN
             -- distributed").
             EXECUTE format('CREATE TEMP TABLE %8$I AS SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
                                       FROM (SELECT s2.simhash_n, %2$s AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                              FROM %4$s t JOIN (SELECT simhash_n, simhash_fp %7$s FROM pg_temp.%1$I
+                                              FROM %4$s t JOIN (SELECT simhash_n, simhash_fp, simhash_keys %7$s FROM pg_temp.%1$I
                                                                  WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
-                                                ON t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s %6$s) c
+                                                ON %9$s %6$s) c
                                      ORDER BY c.simhash_n, c.key',
                            work, tkey, fp_col, target, k, verify_ts,
                            CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END,
-                           work || '_m');
+                           work || '_m', cand_ts);
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                               FROM pg_temp.%2$I m WHERE s.simhash_n = m.simhash_n', work, work || '_m');
             EXECUTE format('DROP TABLE pg_temp.%I', work || '_m');
@@ -1206,6 +1224,21 @@ BEGIN
         -- (simhash_near_pairs) and verified on their texts when asked, then,
         -- in order, each row with an earlier neighbour that was kept is
         -- skipped (simhash_skipped_in_order).
+        IF lsh IS NOT NULL THEN
+            -- The batch's pairs that share a key (same band), beside
+            -- those within k.
+            lsh_pairs := format(' UNION SELECT b.simhash_n, a.simhash_n
+                                    FROM (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
+                                                 pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
+                                           WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
+                                             AND w.simhash_fp IS NOT NULL) a
+                                    JOIN (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
+                                                 pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
+                                           WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
+                                             AND w.simhash_fp IS NOT NULL) b
+                                      ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
+                                     AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n', work);
+        END IF;
         IF text_col IS NOT NULL THEN
             verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
                                      JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
@@ -1227,8 +1260,8 @@ BEGIN
             CASE WHEN text_col IS NULL
                  THEN format('LATERAL @extschema@.simhash_batch_order(a.ns, a.fps, %s) r', k)
                  ELSE format('LATERAL (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
-                                         FROM @extschema@.simhash_near_pairs(a.ns, a.fps, %s) p %s) q,
-                              LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r', k, verify_pairs) END);
+                                         FROM (SELECT np.later, np.earlier FROM @extschema@.simhash_near_pairs(a.ns, a.fps, %s) np %s) p %s) q,
+                              LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r', k, lsh_pairs, verify_pairs) END);
         -- Each later copy: skipped for its first copy when that was kept (the
         -- earliest kept row it matches), else for what the first copy matched.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
@@ -1251,10 +1284,10 @@ BEGIN
        AND NOT citus_target
        AND @extschema@.simhash_latest_rows(format(
                'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM %4$s t
-                   WHERE t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %5$s
+                   WHERE %7$s
                      AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s LIMIT 1) t
                  WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
-               work, key_col, fp_col, target, k, verify_ts)) THEN
+               work, key_col, fp_col, target, k, verify_ts, cand_ts)) THEN
         RAISE EXCEPTION 'could not serialize access due to concurrent update'
             USING ERRCODE = '40001',
                   DETAIL = format('simhash_insert_new: a row of %s within distance %s of the batch was committed after this transaction''s snapshot was taken.', target, k),
@@ -1344,6 +1377,75 @@ CREATE FUNCTION simhash_lsh(text) RETURNS integer[]
     AS 'MODULE_PATHNAME', 'simhash_lsh_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
 
+-- The column of tbl that holds simhash_lsh(text_col) (a stored generated
+-- column, integer[]), or NULL when the table has none: where the rule of
+-- record finds its second source of candidates (the verified guard,
+-- clustering, the load and the review page look here).
+CREATE FUNCTION simhash_lsh_column(tbl regclass, text_col name) RETURNS name
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    RETURN (SELECT a.attname FROM pg_catalog.pg_attribute a
+              JOIN pg_catalog.pg_attrdef d ON d.adrelid OPERATOR(pg_catalog.=) a.attrelid
+                                          AND d.adnum OPERATOR(pg_catalog.=) a.attnum
+             WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attnum OPERATOR(pg_catalog.>) 0
+               AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) 's'
+               AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int4[]'::pg_catalog.regtype
+               AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) OPERATOR(pg_catalog.=)
+                   pg_catalog.format('%s(%I)', '@extschema@.simhash_lsh(text)'::pg_catalog.regprocedure::pg_catalog.oid::pg_catalog.regproc, text_col)
+             ORDER BY a.attnum LIMIT 1);
+
+-- Adds the second source of candidates to a table, in one call: a stored
+-- generated column <text_col>_lsh of simhash_lsh(text_col), and a GIN
+-- index on it. Returns the column's name. A table that has them already
+-- gets nothing new (the index only, when it lacks one). Adding a stored
+-- column rewrites the table under an ACCESS EXCLUSIVE lock, as any
+-- ALTER TABLE ... ADD COLUMN ... STORED does.
+CREATE FUNCTION simhash_add_lsh(tbl regclass, text_col name DEFAULT 'body') RETURNS name
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col name;
+BEGIN
+    IF tbl IS NULL OR text_col IS NULL THEN
+        RAISE EXCEPTION 'simhash_add_lsh: the table and the text column must not be NULL' USING ERRCODE = '22004';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_col
+                     AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', text_col, tbl USING ERRCODE = '42703';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = text_col
+                     AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype) THEN
+        RAISE EXCEPTION 'column "%" of relation % is not a text column', text_col, tbl USING ERRCODE = '42804';
+    END IF;
+    col := @extschema@.simhash_lsh_column(tbl, text_col);
+    IF col IS NULL THEN
+        -- A name's longest is 63 bytes: the text column's name cut to
+        -- leave room for the suffix, on a character boundary.
+        col := text_col;
+        WHILE octet_length(col || '_lsh') > 63 LOOP
+            col := left(col, -1);
+        END LOOP;
+        col := col || '_lsh';
+        IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col
+                     AND a.attnum > 0 AND NOT a.attisdropped) THEN
+            RAISE EXCEPTION 'simhash_add_lsh: % already has a column "%" that is not simhash_lsh(%)', tbl, col, quote_ident(text_col)
+                USING ERRCODE = '42701',
+                      HINT = 'Rename that column, or make it a stored generated column of simhash_lsh() of the text.';
+        END IF;
+        EXECUTE format('ALTER TABLE %s ADD COLUMN %I pg_catalog.int4[] GENERATED ALWAYS AS (%s(%I)) STORED',
+                       tbl, col, '@extschema@.simhash_lsh(text)'::regprocedure::oid::regproc, text_col);
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am m ON m.oid = c.relam
+                     JOIN pg_attribute a ON a.attrelid = tbl AND a.attname = col
+                    WHERE i.indrelid = tbl AND m.amname = 'gin' AND i.indnatts = 1 AND i.indkey[0] = a.attnum
+                      AND i.indpred IS NULL) THEN
+        EXECUTE format('CREATE INDEX ON %s USING gin (%I)', tbl, col);
+    END IF;
+    RETURN col;
+END
+$$;
+
 CREATE FUNCTION simhash_is_near_duplicate(a text, b text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_is_near_duplicate_text_wrapper'
     LANGUAGE C STABLE STRICT PARALLEL SAFE COST 7000;
@@ -1426,6 +1528,7 @@ DECLARE
     work text;
     links text;
     cap double precision;
+    lsh name;
 BEGIN
     -- As a strict function: no rows for a NULL among the first five.
     IF tbl IS NULL OR fp_col IS NULL OR k IS NULL OR key_col IS NULL OR singletons IS NULL THEN
@@ -1483,6 +1586,22 @@ BEGIN
               WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
                 AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s',
             key_col, tbl, fp_col, k, text_col, threshold);
+        -- The second source, when the table has it (simhash_add_lsh): the
+        -- pairs that share a candidate key through its GIN index, those
+        -- the fingerprint left out, verified the same way.
+        lsh := @extschema@.simhash_lsh_column(tbl, text_col);
+        IF lsh IS NOT NULL THEN
+            links := links OPERATOR(pg_catalog.||) pg_catalog.format(
+                ' UNION ALL
+                 SELECT x.%1$I::bigint, y.%1$I::bigint
+                   FROM %2$s x JOIN %2$s y
+                     ON y.%7$I OPERATOR(pg_catalog.&&) x.%7$I
+                    AND y.%1$I::bigint OPERATOR(pg_catalog.>) x.%1$I::bigint
+                  WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
+                    AND @extschema@.hamming(x.%3$I, y.%3$I) OPERATOR(pg_catalog.>) %4$s
+                    AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s',
+                key_col, tbl, fp_col, k, text_col, threshold, lsh);
+        END IF;
     ELSIF NOT distributed THEN
         -- In memory (about 75 bytes a row) when that fits in
         -- simhash.cluster_memory (default 1GB); else by buckets, whose

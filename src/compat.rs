@@ -132,3 +132,117 @@ pub unsafe fn check_as_user(
     let info = pg_sys::getRTEPermissionInfo((*parse).rteperminfos, rte);
     (*info).checkAsUser
 }
+
+/// A bitmap scan of `index` with `nkeys` keys (set by `index_rescan`).
+///
+/// # Safety
+/// An open index and a valid snapshot.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn index_beginscan_bitmap(
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    pg_sys::index_beginscan_bitmap(index, snapshot, nkeys)
+}
+
+/// As above, PostgreSQL 18.
+///
+/// # Safety
+/// As above.
+#[cfg(feature = "pg18")]
+pub unsafe fn index_beginscan_bitmap(
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    pg_sys::index_beginscan_bitmap(index, snapshot, std::ptr::null_mut(), nkeys)
+}
+
+/// The most rows a heap page holds (PostgreSQL's `MaxHeapTuplesPerPage`):
+/// the offsets a lossy page of a bitmap may have.
+pub const MAX_HEAP_TUPLES_PER_PAGE: usize = (pg_sys::BLCKSZ as usize
+    - std::mem::size_of::<pg_sys::PageHeaderData>())
+    / (24 + std::mem::size_of::<pg_sys::ItemIdData>());
+
+/// Calls `f` for each page of a bitmap, in block order, with the offsets
+/// of its rows, or `None` for a lossy page (any row of it may be in the
+/// bitmap), until `f` says stop (false).
+///
+/// # Safety
+/// `tbm` is a bitmap built in this backend, not iterated yet.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn bitmap_pages(
+    tbm: *mut pg_sys::TIDBitmap,
+    mut f: impl FnMut(pg_sys::BlockNumber, Option<&[pg_sys::OffsetNumber]>) -> bool,
+) {
+    let iterator = pg_sys::tbm_begin_iterate(tbm);
+    loop {
+        let page = pg_sys::tbm_iterate(iterator);
+        if page.is_null() {
+            break;
+        }
+        let page = &*page;
+        let go_on = if page.ntuples < 0 {
+            f(page.blockno, None)
+        } else {
+            f(
+                page.blockno,
+                Some(page.offsets.as_slice(page.ntuples as usize)),
+            )
+        };
+        if !go_on {
+            break;
+        }
+    }
+    pg_sys::tbm_end_iterate(iterator);
+}
+
+/// As above, PostgreSQL 18 (the iterator is a value, the offsets are
+/// extracted from the page).
+///
+/// # Safety
+/// As above.
+#[cfg(feature = "pg18")]
+pub unsafe fn bitmap_pages(
+    tbm: *mut pg_sys::TIDBitmap,
+    mut f: impl FnMut(pg_sys::BlockNumber, Option<&[pg_sys::OffsetNumber]>) -> bool,
+) {
+    let mut iterator = pg_sys::tbm_begin_iterate(tbm, std::ptr::null_mut(), 0);
+    let mut page: pg_sys::TBMIterateResult = Default::default();
+    let mut offsets = [0 as pg_sys::OffsetNumber; MAX_HEAP_TUPLES_PER_PAGE];
+    while pg_sys::tbm_iterate(&mut iterator, &mut page) {
+        let go_on = if page.lossy {
+            f(page.blockno, None)
+        } else {
+            let n = pg_sys::tbm_extract_page_tuple(
+                &mut page,
+                offsets.as_mut_ptr(),
+                offsets.len() as u32,
+            );
+            f(page.blockno, Some(&offsets[..n.max(0) as usize]))
+        };
+        if !go_on {
+            break;
+        }
+    }
+    pg_sys::tbm_end_iterate(&mut iterator);
+}
+
+/// A bitmap of at most `maxbytes` (lossy past it).
+///
+/// # Safety
+/// In a transaction.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn tbm_create(maxbytes: usize) -> *mut pg_sys::TIDBitmap {
+    pg_sys::tbm_create(maxbytes as std::ffi::c_long, std::ptr::null_mut())
+}
+
+/// As above, PostgreSQL 18.
+///
+/// # Safety
+/// As above.
+#[cfg(feature = "pg18")]
+pub unsafe fn tbm_create(maxbytes: usize) -> *mut pg_sys::TIDBitmap {
+    pg_sys::tbm_create(maxbytes, std::ptr::null_mut())
+}

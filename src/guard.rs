@@ -55,6 +55,11 @@ use simhash_core::layout::Layout;
 /// `pg_locks.objsubid` of the guard's locks (advisory locks that
 /// `pg_advisory_lock` can never take: it uses 1 and 2).
 pub const LOCK_FIELD4: u16 = 21320;
+/// The same, for the locks of candidate keys (`simhash_lsh`).
+pub const LOCK_FIELD4_LSH: u16 = 21321;
+
+/// A text's candidate keys (`simhash_lsh`), one per band.
+type LshKeys = [i32; simhash_core::lsh::BANDS];
 
 const TRIGGER_EVENT_OPMASK: u32 = 0x3;
 const TRIGGER_EVENT_INSERT: u32 = 0x0;
@@ -111,6 +116,10 @@ struct Target {
     covering: bool,
     /// The verified text column's number, when the guard verifies.
     text_attno: Option<i16>,
+    /// The second source of candidates, when the guard verifies and the
+    /// table has a column of `simhash_lsh` of that text with its GIN index
+    /// (`simhash_add_lsh`): rows that share a key are verified too.
+    lsh: Option<crate::lsh::LshColumn>,
 }
 
 /// What a statement's calls of one trigger share: worked out on its first
@@ -290,13 +299,20 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
         }
         None => None,
     };
+    // Its candidate keys, when a table checked has the second source.
+    let new_keys = match new_text {
+        Some(text) if guard.targets.iter().any(|t| t.lsh.is_some()) => {
+            crate::verify::lsh_keys_of(text)
+        }
+        _ => None,
+    };
     loop {
-        guard.lock(fp);
+        guard.lock(fp, new_keys.as_ref());
         let new_row = (!updating).then(|| NewRow {
             relid: (*(*data).tg_relation).rd_id,
             slot,
         });
-        match guard.probe(fp, own_tid, new_row, new_text) {
+        match guard.probe(fp, own_tid, new_row, new_text, new_keys.as_ref()) {
             Probe::Clear => return keep,
             Probe::Wait(xid) => {
                 release(guard.statement);
@@ -326,9 +342,14 @@ unsafe extern "C-unwind" fn check(fcinfo: pg_sys::FunctionCallInfo) -> Verdict {
                 );
                 let detail = guard.visible(found.key.is_some()).then(|| {
                     let mut d = format!(
-                        "Key ({col})=({fp:016x}) is within distance {dist} of ({col})=({other:016x})",
+                        "Key ({col})=({fp:016x}) is {how} distance {dist} of ({col})=({other:016x})",
                         col = guard.args.column.to_string_lossy(),
                         fp = fp,
+                        how = if found.by_lsh && simhash_core::hamming(fp, found.fp) > guard.args.k {
+                            "a candidate by shared text keys at"
+                        } else {
+                            "within"
+                        },
                         dist = simhash_core::hamming(fp, found.fp),
                         other = found.fp,
                     );
@@ -395,6 +416,8 @@ unsafe fn count_skipped() {
 struct Found {
     fp: u64,
     key: Option<String>,
+    /// Found through the candidate keys (its fingerprint may be past k).
+    by_lsh: bool,
 }
 
 enum Probe {
@@ -442,7 +465,8 @@ impl Guard {
 
         let scope = scope_of(relid, trigger);
         let mut targets = Vec::new();
-        collect_targets(scope, &args, &functions, &mut targets);
+        let lsh_fn = lookup_function(schema, "simhash_lsh", &[pg_sys::TEXTOID]);
+        collect_targets(scope, &args, &functions, lsh_fn, &mut targets);
 
         let old = pg_sys::MemoryContextSwitchTo(statement);
         let (generated, econtext) = if pg_sys::get_attgenerated(relid, fp_attno) as u8 == b's' {
@@ -501,14 +525,25 @@ impl Guard {
         (!isnull).then(|| value.value() as u64)
     }
 
-    /// Takes the locks of `fp`, in ascending order.
-    unsafe fn lock(&mut self, fp: u64) {
-        for key in simhash_core::guard::lock_keys(fp, self.args.k, self.salt) {
+    /// Takes the locks of `fp`, in ascending order, then those of the
+    /// candidate keys (two rows that share one wait for each other as two
+    /// within k do), in ascending order: every statement takes its locks
+    /// in the one order (fingerprint's, then keys', each ascending).
+    unsafe fn lock(&mut self, fp: u64, keys: Option<&LshKeys>) {
+        let mut lsh_keys: Vec<u32> = keys.map_or_else(Vec::new, |keys| {
+            keys.iter().map(|&k| k as u32 ^ self.salt as u32).collect()
+        });
+        lsh_keys.sort_unstable();
+        lsh_keys.dedup();
+        let fp_keys = simhash_core::guard::lock_keys(fp, self.args.k, self.salt)
+            .into_iter()
+            .map(|key| (key, LOCK_FIELD4));
+        for (key, field4) in fp_keys.chain(lsh_keys.into_iter().map(|key| (key, LOCK_FIELD4_LSH))) {
             let tag = pg_sys::LOCKTAG {
                 locktag_field1: pg_sys::MyDatabaseId.to_u32(),
                 locktag_field2: self.scope.to_u32(),
                 locktag_field3: key,
-                locktag_field4: LOCK_FIELD4,
+                locktag_field4: field4,
                 locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
                 locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
             };
@@ -531,6 +566,7 @@ impl Guard {
         own: Option<(Oid, pg_sys::ItemPointerData)>,
         new_row: Option<NewRow>,
         new_text: Option<&[u8]>,
+        new_keys: Option<&LshKeys>,
     ) -> Probe {
         // The candidates already compared and found not similar, and the
         // memory a candidate's text is read into (reset after each).
@@ -542,18 +578,19 @@ impl Guard {
             8 * 1024,
             8 * 1024 * 1024,
         );
-        let outcome = self.probe_in(fp, own, new_row, new_text, &dissimilar, scratch);
+        let outcome = self.probe_in(fp, own, new_row, new_text, new_keys, &dissimilar, scratch);
         pg_sys::MemoryContextDelete(scratch);
         outcome
     }
 
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     unsafe fn probe_in(
         &self,
         fp: u64,
         own: Option<(Oid, pg_sys::ItemPointerData)>,
         new_row: Option<NewRow>,
         new_text: Option<&[u8]>,
+        new_keys: Option<&LshKeys>,
         dissimilar: &std::cell::RefCell<std::collections::HashSet<(Oid, u16, u16, u16)>>,
         scratch: pg_sys::MemoryContext,
     ) -> Probe {
@@ -565,14 +602,16 @@ impl Guard {
             let dirty: *mut pg_sys::SnapshotData = &mut snapshot;
             // A fetched row within k: a conflict, a transaction to wait
             // for (the dirty snapshot names it), or the row being updated.
-            let seen = |slot: *mut pg_sys::TupleTableSlot| -> Option<Probe> {
+            // by_lsh: found through the candidate keys, which the row
+            // shares (its fingerprint may be past k).
+            let seen = |slot: *mut pg_sys::TupleTableSlot, by_lsh: bool| -> Option<Probe> {
                 let mut isnull = false;
                 let value = pg_sys::slot_getattr(slot, c_int::from(target.fp_attno), &mut isnull);
                 if isnull {
                     return None;
                 }
                 let other = value.value() as u64;
-                if simhash_core::hamming(fp, other) > self.args.k {
+                if !by_lsh && simhash_core::hamming(fp, other) > self.args.k {
                     return None;
                 }
                 if let Some((relid, tid)) = own {
@@ -633,6 +672,7 @@ impl Guard {
                     key: target
                         .key
                         .map(|(attno, typid)| key_text(slot, attno, typid)),
+                    by_lsh,
                 }))
             };
             let mut outcome = None;
@@ -656,7 +696,7 @@ impl Guard {
                                 let within =
                                     |other: u64| simhash_core::hamming(fp, other) <= self.args.k;
                                 crate::layout::covering_matches(scan, slot, &within, &mut |slot| {
-                                    outcome = seen(slot);
+                                    outcome = seen(slot, false);
                                     outcome.is_none()
                                 });
                                 if outcome.is_some() {
@@ -671,7 +711,7 @@ impl Guard {
                             ) {
                                 // A hot band value can have many entries.
                                 pgrx::check_for_interrupts!();
-                                if let Some(found) = seen(slot) {
+                                if let Some(found) = seen(slot, false) {
                                     outcome = Some(found);
                                     break;
                                 }
@@ -695,12 +735,21 @@ impl Guard {
                         slot,
                     ) {
                         pgrx::check_for_interrupts!();
-                        if let Some(found) = seen(slot) {
+                        if let Some(found) = seen(slot, false) {
                             outcome = Some(found);
                             break;
                         }
                     }
                     pg_sys::table_endscan(scan);
+                }
+            }
+            // The second source: the rows that share a candidate key.
+            if outcome.is_none() {
+                if let (Some(column), Some(keys)) = (target.lsh, new_keys) {
+                    crate::lsh::for_each_candidate(heap, column, keys, dirty, slot, |slot| {
+                        outcome = seen(slot, true);
+                        outcome.is_none()
+                    });
                 }
             }
             pg_sys::ExecDropSingleTupleTableSlot(slot);
@@ -1000,6 +1049,7 @@ unsafe fn collect_targets(
     relid: Oid,
     args: &Args,
     functions: &KeyFunctions,
+    lsh_fn: Option<Oid>,
     out: &mut Vec<Target>,
 ) {
     let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as c_int);
@@ -1011,7 +1061,7 @@ unsafe fn collect_targets(
             .collect();
         pg_sys::table_close(rel, pg_sys::NoLock as c_int);
         for child in children {
-            collect_targets(child, args, functions, out);
+            collect_targets(child, args, functions, lsh_fn, out);
         }
         return;
     }
@@ -1029,12 +1079,16 @@ unsafe fn collect_targets(
         Some((layout, parts, covering)) => (Some((layout, parts)), covering),
         None => (None, false),
     };
-    pg_sys::table_close(rel, pg_sys::NoLock as c_int);
     let key_attno = attnum(relid, &args.key);
     let text_attno = args
         .verify
         .as_ref()
         .map(|(column, _)| text_column(relid, column));
+    let lsh = match (text_attno, lsh_fn) {
+        (Some(attno), Some(function)) => crate::lsh::find(rel, attno, function),
+        _ => None,
+    };
+    pg_sys::table_close(rel, pg_sys::NoLock as c_int);
     out.push(Target {
         relid,
         fp_attno,
@@ -1042,6 +1096,7 @@ unsafe fn collect_targets(
         bands,
         covering,
         text_attno,
+        lsh,
     });
 }
 

@@ -13,6 +13,7 @@ mod guard;
 mod index;
 mod layout;
 mod load;
+mod lsh;
 mod nodes;
 mod rewrite;
 mod tids;

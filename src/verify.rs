@@ -90,29 +90,45 @@ fn simhash_similarity_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
 /// character.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_lsh_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<Vec<i32>> {
-    functions::check_utf8_database();
     // SAFETY: a strict function of one text argument, called by PostgreSQL.
     let text = unsafe { crate::detoast::text_bytes((*fcinfo).args.as_slice(1)[0].value) };
+    lsh_keys_of(text).map(|k| k.to_vec())
+}
+
+/// The candidate keys of a text's bytes ([`simhash_core::lsh`]), checking
+/// for a cancel as it reads.
+pub fn lsh_keys_of(text: &[u8]) -> Option<[i32; simhash_core::lsh::BANDS]> {
+    functions::check_utf8_database();
     let keys = simhash_core::lsh::keys_checked(text, || {
         pgrx::check_for_interrupts!();
         true
     });
     match keys {
-        Ok(keys) => keys.map(|k| k.to_vec()),
+        Ok(keys) => keys,
         Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
         // The closure never says stop: a cancel leaves by PostgreSQL's error.
         Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
     }
 }
 
-/// Whether the rule of record calls `a` and `b` near-duplicates: their
-/// fingerprints within `k` and their similarity at least `threshold`.
+/// How many candidate-key bands two texts share (0 when either has none).
+pub fn shared_bands_of(a: &[u8], b: &[u8]) -> usize {
+    match (lsh_keys_of(a), lsh_keys_of(b)) {
+        (Some(ka), Some(kb)) => simhash_core::lsh::shared_bands(&ka, &kb),
+        _ => 0,
+    }
+}
+
+/// Whether the rule of record calls `a` and `b` near-duplicates: a
+/// candidate of either source (their fingerprints within `k`, or a
+/// candidate key shared) and their similarity at least `threshold`.
 /// Texts without features are never near-duplicates (no fingerprint).
 pub fn is_near_duplicate(a: &[u8], b: &[u8], k: i32, threshold: f64) -> bool {
     let (Some(fa), Some(fb)) = (functions::fingerprint_v3(a), functions::fingerprint_v3(b)) else {
         return false;
     };
-    if simhash_core::hamming(fa as u64, fb as u64) as i32 > k {
+    // The keys only when the fingerprints do not make the pair a candidate.
+    if simhash_core::hamming(fa as u64, fb as u64) as i32 > k && shared_bands_of(a, b) == 0 {
         return false;
     }
     similarity_of(a, b) >= threshold
@@ -170,12 +186,24 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
             .collect()
     };
     let hex = |fp: Option<u64>| fp.map(|v| format!("{v:016x}"));
-    let near = e.distance.is_some_and(|d| d as i32 <= k) && e.similarity >= threshold;
+    // Which source makes the pair a candidate: the fingerprint within k,
+    // the candidate keys (bands shared), both or neither.
+    let by_fingerprint = e.distance.is_some_and(|d| d as i32 <= k);
+    let shared = shared_bands_of(a.as_bytes(), b.as_bytes());
+    let candidate = match (by_fingerprint, shared > 0 && e.distance.is_some()) {
+        (true, true) => Some("both"),
+        (true, false) => Some("fingerprint"),
+        (false, true) => Some("lsh"),
+        (false, false) => None,
+    };
+    let near = candidate.is_some() && e.similarity >= threshold;
     JsonB(serde_json::json!({
         "distance": e.distance,
         "similarity": e.similarity,
         "k": k,
         "threshold": threshold,
+        "lsh_bands_shared": shared,
+        "candidate": candidate,
         "near_duplicate": near,
         "fingerprint_a": hex(e.fingerprints.0),
         "fingerprint_b": hex(e.fingerprints.1),

@@ -32,3 +32,138 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM lsh_docs WHERE lsh && simhash_lsh('a text to look for among the documents');
 RESET enable_seqscan;
 DROP TABLE lsh_docs;
+
+-- The second source in one call, and the rule of record with it.
+CREATE TABLE news (id int PRIMARY KEY, body text,
+                   fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('news', 'fp', '4x16');
+INSERT INTO news (id, body)
+SELECT i, format('Report %s on %s and %s, with notes on %s.', i, md5(i::text), md5((i * 3)::text), md5((i * 5)::text))
+  FROM generate_series(2, 400) i;
+INSERT INTO news (id, body) SELECT 1, body FROM (VALUES ('The committee met on Tuesday to review the proposal for a new library in the north of the city. Members heard from residents who asked for longer opening hours, a reading room for children and a small cafe near the entrance. The architect showed drawings of a two storey building with large windows facing the park, and the treasurer said the cost would be shared by the council and a private foundation. A final vote is expected next month after a public consultation.')) v(body);
+SELECT simhash_lsh_column('news', 'body') IS NULL AS none_yet;
+SELECT simhash_add_lsh('news', 'body');
+SELECT simhash_add_lsh('news', 'body') AS again_nothing_new,
+       simhash_lsh_column('news', 'body') AS found;
+SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS generated_as
+  FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE a.attrelid = 'news'::regclass AND a.attname = 'body_lsh';
+SELECT count(*) AS gin_indexes FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE i.indrelid = 'news'::regclass AND c.relam = (SELECT oid FROM pg_am WHERE amname = 'gin');
+ANALYZE news;
+-- The rule in plain SQL: a candidate of either source, verified. The
+-- planner answers it with both kinds of index (a BitmapOr), not a scan.
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF)
+SELECT id FROM news
+ WHERE (fp <~> simhash('a text to look for') <= 11 OR body_lsh && simhash_lsh('a text to look for'))
+   AND simhash_similarity(body, 'a text to look for') >= 0.82;
+RESET enable_seqscan;
+SELECT array_agg(n.id) AS rule_of_record
+  FROM news n, lsh_query
+ WHERE (n.fp <~> simhash(q) <= 11 OR n.body_lsh && simhash_lsh(q))
+   AND simhash_similarity(n.body, q) >= 0.82;
+-- The pair functions: the copy at distance 13 is a near-duplicate by the
+-- rule (the keys make it a candidate), and simhash_explain says so.
+SET simhash.similarity_threshold = 0.82;
+SELECT simhash_is_near_duplicate(n.body, q) AS near,
+       simhash_explain(n.body, q)->>'candidate' AS candidate,
+       (simhash_explain(n.body, q)->>'lsh_bands_shared')::int > 0 AS bands_shared,
+       simhash_explain(n.body, q)->>'near_duplicate' AS verdict
+  FROM news n, lsh_query WHERE n.id = 1;
+SELECT simhash_is_near_duplicate(n.body, m.body) AS different_reports,
+       simhash_explain(n.body, m.body)->>'candidate' AS candidate
+  FROM news n, news m WHERE n.id = 2 AND m.id = 3;
+-- The verified guard uses both sources: the copy at distance 13 is
+-- refused; on a table without the keys it goes in.
+CREATE TABLE news_plain (LIKE news INCLUDING GENERATED);
+ALTER TABLE news_plain DROP COLUMN body_lsh;
+ALTER TABLE news_plain ADD PRIMARY KEY (id);
+SELECT count(*) FROM simhash_add_bands('news_plain', 'fp', '4x16');
+INSERT INTO news_plain (id, body) SELECT id, body FROM news;
+SELECT simhash_add_guard('news', 'fp', 11, 'error', 'id', 'body');
+SELECT simhash_add_guard('news_plain', 'fp', 11, 'error', 'id', 'body');
+INSERT INTO news (id, body) SELECT 1000, q FROM lsh_query;
+INSERT INTO news_plain (id, body) SELECT 1000, q FROM lsh_query;
+SELECT (SELECT count(*) FROM news WHERE id = 1000) AS with_keys,
+       (SELECT count(*) FROM news_plain WHERE id = 1000) AS fingerprint_alone;
+-- A text that shares no key and is far: in, both ways; the same copy
+-- through an UPDATE of another row: refused.
+INSERT INTO news (id, body) VALUES (1001, 'An entirely different story about a harbour, some boats and a storm that came early this year.');
+\set VERBOSITY terse
+UPDATE news SET body = (SELECT q FROM lsh_query) WHERE id = 1001;
+\set VERBOSITY default
+-- 'skip' guard, with ON CONFLICT and in a prepared statement: the copy is
+-- skipped, the upsert of the row itself still updates it.
+SELECT simhash_add_guard('news', 'fp', 11, 'skip', 'id', 'body');
+PREPARE ins(int, text) AS INSERT INTO news (id, body) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = excluded.body;
+SELECT q AS copy FROM lsh_query \gset
+EXECUTE ins(1002, :'copy');
+EXECUTE ins(1002, :'copy');
+EXECUTE ins(1001, 'An entirely different story about a harbour, some boats and a storm that came early this year!');
+SELECT (SELECT count(*) FROM news WHERE id = 1002) AS copy_rows,
+       (SELECT body FROM news WHERE id = 1001) LIKE '%year!' AS upsert_updated;
+DEALLOCATE ins;
+-- Verified clustering: the copy past distance 11 joins its original's
+-- cluster through the keys; on the table without them it stays apart.
+CREATE TABLE news_c (id int PRIMARY KEY, body text,
+                     fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO news_c (id, body) SELECT id, body FROM news_plain;
+CREATE TABLE news_c2 AS SELECT id, body, fp FROM news_c;
+SELECT count(*) FROM simhash_add_bands('news_c', 'fp', '4x16');
+SELECT simhash_add_lsh('news_c', 'body');
+SELECT count(*) FROM simhash_add_bands('news_c2', 'fp', '4x16');
+SELECT c.id, c.cluster FROM simhash_clusters('news_c', 'fp', 11, singletons => false, text_col => 'body', threshold => 0.82) c ORDER BY 1;
+SELECT count(*) AS clustered_without_keys
+  FROM simhash_clusters('news_c2', 'fp', 11, singletons => false, text_col => 'body', threshold => 0.82);
+-- Bad input.
+\set VERBOSITY sqlstate
+SELECT simhash_add_lsh('news_c', 'nope');
+SELECT simhash_add_lsh('news_c', 'fp');
+SELECT simhash_add_lsh('news_c', NULL);
+ALTER TABLE news_c2 ADD COLUMN body_lsh integer[];
+SELECT simhash_add_lsh('news_c2', 'body');
+\set VERBOSITY default
+-- A partitioned table: one call adds the column and the index to every
+-- partition, and the guard checks every partition through them.
+CREATE TABLE news_p (id int, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED) PARTITION BY RANGE (id);
+CREATE TABLE news_p1 PARTITION OF news_p FOR VALUES FROM (0) TO (500);
+CREATE TABLE news_p2 PARTITION OF news_p FOR VALUES FROM (500) TO (2000);
+SELECT count(*) FROM simhash_add_bands('news_p', 'fp', '4x16');
+SELECT simhash_add_lsh('news_p', 'body');
+SELECT simhash_lsh_column('news_p2', 'body') AS partition_column;
+INSERT INTO news_p (id, body) SELECT id, body FROM news_plain;
+SELECT simhash_add_guard('news_p', 'fp', 11, 'error', 'id', 'body');
+\set VERBOSITY terse
+INSERT INTO news_p (id, body) SELECT 1500, q FROM lsh_query;
+\set VERBOSITY default
+SELECT count(*) AS copies_in FROM news_p WHERE id = 1500;
+-- The verified load uses both sources: against the target through its
+-- GIN index, and among the batch's own rows. The copy at distance 13 is
+-- skipped for the target's row 1; of two copies of a new text that share
+-- keys, the first goes in.
+CREATE TABLE news_l (id int PRIMARY KEY, body text,
+                     fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('news_l', 'fp', '4x16');
+SELECT simhash_add_lsh('news_l', 'body');
+INSERT INTO news_l (id, body) SELECT id, body FROM news_plain WHERE id < 1000;
+CREATE TABLE batch (id int, body text);
+INSERT INTO batch VALUES
+  (2001, :'copy'),
+  (2002, 'The harbour master counted the boats that came back before the storm, and wrote each name in the ledger kept by the door of the office on the quay.'),
+  (2003, 'The harbuur master cointed the boats that came back bifore the storm, and wrote each nime in the ledgar kept by the dour of the office on the qaay.'),
+  (2004, 'Nothing like the others: a recipe for bread with seeds, water, flour and salt.');
+SELECT simhash('The harbour master counted the boats that came back before the storm, and wrote each name in the ledger kept by the door of the office on the quay.')
+   <~> simhash('The harbuur master cointed the boats that came back bifore the storm, and wrote each nime in the ledgar kept by the dour of the office on the qaay.') > 11 AS batch_pair_past_11;
+CREATE TABLE batch_skips (skipped bigint, matched bigint, distance integer);
+SELECT * FROM simhash_insert_new('news_l', 'batch', 11, 'id', skipped_into => 'batch_skips', text_col => 'body', threshold => 0.82);
+SELECT skipped, matched, distance > 11 AS past_11 FROM batch_skips ORDER BY 1;
+SELECT array_agg(id ORDER BY id) AS loaded FROM news_l WHERE id > 2000;
+-- The same under the read-once setting (a verified load always probes),
+-- and into the table without keys: the copies past 11 go in.
+CREATE TABLE news_l2 (LIKE news_l INCLUDING GENERATED);
+ALTER TABLE news_l2 DROP COLUMN body_lsh;
+SELECT count(*) FROM simhash_add_bands('news_l2', 'fp', '4x16');
+INSERT INTO news_l2 (id, body) SELECT id, body FROM news_plain WHERE id < 1000;
+SELECT * FROM simhash_insert_new('news_l2', 'batch', 11, 'id', text_col => 'body', threshold => 0.82);
+DROP TABLE news, news_plain, news_c, news_c2, news_p, news_l, news_l2, batch, batch_skips;

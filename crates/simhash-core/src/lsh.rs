@@ -126,6 +126,13 @@ pub fn keys(text: &str) -> Option<[i32; BANDS]> {
     keys_checked(text.as_bytes(), || true).expect("UTF-8, never stopped")
 }
 
+/// How many bands two texts' keys share: a candidate of this source when
+/// at least one. Keys are compared band by band (a band's key is at its
+/// place), so a key that turns up in another band does not count.
+pub fn shared_bands(a: &[i32], b: &[i32]) -> usize {
+    a.iter().zip(b).filter(|(x, y)| x == y).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +151,22 @@ mod tests {
             grams(b).into_iter().collect(),
         );
         ga.intersection(&gb).count() as f64 / ga.union(&gb).count() as f64
+    }
+
+    #[test]
+    fn shared_bands_count_same_band_keys_only() {
+        let a =
+            keys("The harbour master counted the boats that came back before the storm.").unwrap();
+        assert_eq!(shared_bands(&a, &a), BANDS);
+        let other = keys("A completely different sentence about apples and tea.").unwrap();
+        assert_eq!(shared_bands(&a, &other), 0);
+        // A key moved to another band is no shared band.
+        let mut rotated = a;
+        rotated.rotate_left(1);
+        assert_eq!(shared_bands(&a, &rotated), 0);
+        let mut one = other;
+        one[7] = a[7];
+        assert_eq!(shared_bands(&a, &one), 1);
     }
 
     #[test]
