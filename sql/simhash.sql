@@ -1188,11 +1188,13 @@ BEGIN
                        work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
         IF NOT citus_target THEN
             -- The smallest key matched (NULL last), as a read-once load
-            -- reports it.
+            -- reports it. OFFSET 0 keeps the sort out of the search: else
+            -- the planner may walk the key's index in order, filtering
+            -- every row, hoping for an early match.
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                               FROM (SELECT s2.simhash_n, t.key, (t.fp OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                      FROM pg_temp.%1$I s2, LATERAL (SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
-                                           WHERE %7$s %6$s
+                                      FROM pg_temp.%1$I s2, LATERAL (SELECT c.key, c.fp FROM (SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
+                                           WHERE %7$s %6$s OFFSET 0) c
                                            ORDER BY 1 NULLS LAST LIMIT 1) t
                                      WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
                              WHERE s.simhash_n = m.simhash_n',
@@ -1283,9 +1285,9 @@ BEGIN
     IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
        AND NOT citus_target
        AND @extschema@.simhash_latest_rows(format(
-               'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM %4$s t
+               'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM (SELECT FROM %4$s t
                    WHERE %7$s
-                     AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s LIMIT 1) t
+                     AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s OFFSET 0) c LIMIT 1) t
                  WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
                work, key_col, fp_col, target, k, verify_ts, cand_ts)) THEN
         RAISE EXCEPTION 'could not serialize access due to concurrent update'

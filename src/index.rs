@@ -44,6 +44,11 @@
 //! (`crate::tids`). Not where the probe could not stand for the condition
 //! (see `covering_probe`).
 //!
+//! With `b` and `k` known when planning, the neighbour lists are worked
+//! out then (constant arrays in `EXPLAIN`): where the condition stays a
+//! filter as a whole, as in `(fp <~> q <= 11 OR keys && simhash_lsh(q))`,
+//! they are not worked out again for every row.
+//!
 //! When `k` is a constant above 11 the call is left alone (a scan is
 //! cheaper than probing 697+ values per band). When `k` is not a constant
 //! (a parameter of a generic plan, a column of a joined table) the ANY form
@@ -349,7 +354,14 @@ unsafe fn simplify(
     if conditions.len() == 1 {
         return None;
     }
-    Some(pg_sys::make_andclause(list(&conditions)).cast())
+    // Folded now: where the condition stays a filter as a whole (an arm
+    // of an OR, as in the rule with the second source), the neighbour
+    // lists of a constant fingerprint would otherwise be worked out again
+    // for every row.
+    Some(pg_sys::eval_const_expressions(
+        root,
+        pg_sys::make_andclause(list(&conditions)).cast(),
+    ))
 }
 
 /// The table a plain column of this query level belongs to, as the
