@@ -21,6 +21,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::cpu::Simd;
 use crate::similarity::{gram_keys_checked, SimilarityError};
 
 /// The characters of a gram.
@@ -31,11 +32,14 @@ pub const ROWS: usize = 4;
 /// Hash functions in all.
 pub const HASHES: usize = BANDS * ROWS;
 
-/// The hash functions: `h_i(x) = (a_i * x + b_i) >> 32` over 64 bits, with
-/// `a_i` odd (multiply-shift), from a fixed seed.
+/// The hash functions: `h_i(x) = fmix32(x ^ s_i)`, MurmurHash3's 32-bit
+/// finalizer (a bijection that mixes every input bit into every output
+/// bit) of the gram's 32-bit hash XOR a seed of its own, the seeds from a
+/// fixed state. All 32-bit integer work, so that the 128 functions of one
+/// gram run 8 or 16 at a time in vector registers (AVX2, AVX-512); every
+/// level gives the same minima.
 struct Family {
-    a: [u64; HASHES],
-    b: [u64; HASHES],
+    seeds: [u32; HASHES],
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -50,28 +54,70 @@ fn family() -> &'static Family {
     static FAMILY: std::sync::OnceLock<Family> = std::sync::OnceLock::new();
     FAMILY.get_or_init(|| {
         let mut state = 0x5349_4D48_4153_484C; // "SIMHASHL"
-        let mut f = Family {
-            a: [0; HASHES],
-            b: [0; HASHES],
-        };
-        for i in 0..HASHES {
-            f.a[i] = splitmix(&mut state) | 1;
-            f.b[i] = splitmix(&mut state);
+        let mut f = Family { seeds: [0; HASHES] };
+        for seed in f.seeds.iter_mut() {
+            *seed = splitmix(&mut state) as u32;
         }
         f
     })
 }
 
-/// Takes the gram `key` into the minima of every hash function.
+#[inline(always)]
+fn fmix32(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
+}
+
+/// The minima with one more gram, whose 32-bit hash is `x`.
+#[inline(always)]
+fn add_baseline(mins: &mut [u32; HASHES], seeds: &[u32; HASHES], x: u32) {
+    for (min, &s) in mins.iter_mut().zip(seeds) {
+        *min = (*min).min(fmix32(x ^ s));
+    }
+}
+
+/// The same, compiled for AVX2.
+///
+/// # Safety
+/// The processor has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+unsafe fn add_avx2(mins: &mut [u32; HASHES], seeds: &[u32; HASHES], x: u32) {
+    add_baseline(mins, seeds, x)
+}
+
+/// The same, compiled for AVX-512.
+///
+/// # Safety
+/// The processor has AVX-512 F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f")]
+#[allow(unsafe_code)]
+unsafe fn add_avx512(mins: &mut [u32; HASHES], seeds: &[u32; HASHES], x: u32) {
+    add_baseline(mins, seeds, x)
+}
+
+/// Takes the gram `key` into the minima of every hash function, with the
+/// instructions of `simd` when the processor has them.
 #[inline]
-fn add(mins: &mut [u32; HASHES], key: u64) {
-    let f = family();
+#[allow(unsafe_code)]
+fn add(mins: &mut [u32; HASHES], key: u64, simd: Simd) {
+    let seeds = &family().seeds;
     // The gram's key mixed once, so that keys of up to three characters
-    // (exact code points) spread over 64 bits.
-    let x = xxh3_64(&key.to_le_bytes());
-    for ((min, &a), &b) in mins.iter_mut().zip(&f.a).zip(&f.b) {
-        let h = (a.wrapping_mul(x).wrapping_add(b) >> 32) as u32;
-        *min = (*min).min(h);
+    // (exact code points) spread over 32 bits.
+    let x = xxh3_64(&key.to_le_bytes()) as u32;
+    match simd {
+        // SAFETY: the processor has the instructions (`available`).
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 if simd.available() => unsafe { add_avx512(mins, seeds, x) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 if simd.available() => unsafe { add_avx2(mins, seeds, x) },
+        _ => add_baseline(mins, seeds, x),
     }
 }
 
@@ -83,7 +129,7 @@ fn signature(keys: impl IntoIterator<Item = u64>) -> Option<[u32; HASHES]> {
     let mut any = false;
     for key in keys {
         any = true;
-        add(&mut mins, key);
+        add(&mut mins, key, Simd::Baseline);
     }
     any.then_some(mins)
 }
@@ -112,11 +158,21 @@ pub fn keys_checked(
     text: &[u8],
     go_on: impl FnMut() -> bool,
 ) -> Result<Option<[i32; BANDS]>, SimilarityError> {
+    keys_checked_as(Simd::detected(), text, go_on)
+}
+
+/// [`keys_checked`] with the instructions of `simd` (the baseline's when
+/// the processor does not have them): the same keys.
+pub fn keys_checked_as(
+    simd: Simd,
+    text: &[u8],
+    go_on: impl FnMut() -> bool,
+) -> Result<Option<[i32; BANDS]>, SimilarityError> {
     let mut mins = [u32::MAX; HASHES];
     let mut any = false;
     gram_keys_checked(text, GRAM, go_on, |key| {
         any = true;
-        add(&mut mins, key);
+        add(&mut mins, key, simd);
     })?;
     Ok(any.then(|| band_keys(&mins)))
 }
@@ -151,6 +207,31 @@ mod tests {
             grams(b).into_iter().collect(),
         );
         ga.intersection(&gb).count() as f64 / ga.union(&gb).count() as f64
+    }
+
+    #[test]
+    fn every_instruction_set_gives_the_same_keys() {
+        let mut seed = 7;
+        for len in [0usize, 3, 5, 17, 200, 3000] {
+            let text: String = (0..len)
+                .map(|_| {
+                    let v = next(&mut seed) % 40;
+                    if v < 6 {
+                        ' '
+                    } else {
+                        (b'a' + (v % 26) as u8) as char
+                    }
+                })
+                .collect();
+            let base = keys_checked_as(Simd::Baseline, text.as_bytes(), || true).unwrap();
+            for simd in Simd::ALL {
+                assert_eq!(
+                    keys_checked_as(simd, text.as_bytes(), || true).unwrap(),
+                    base,
+                    "{simd:?} {len}"
+                );
+            }
+        }
     }
 
     #[test]
