@@ -15,7 +15,12 @@
 //!    folded from traditional to simplified by the shipped table.
 //! 2. The *stream* is the normalized word characters in text order, each
 //!    maximal run of other characters (white space, punctuation, symbols)
-//!    replaced by one space, a run at the start or at the end dropped. The
+//!    replaced by one space, a run at the start or at the end dropped.
+//!    Format characters (Unicode category Cf: zero-width spaces and
+//!    joiners, the soft hyphen, bidirectional controls, the byte order
+//!    mark, tags; [`is_format`]) are dropped before that: they neither
+//!    join nor separate, so `co\u{200B}py` is `copy`. (The fingerprint's
+//!    definition reads them as separators.) The
 //!    fingerprint's cut of long pieces every
 //!    [`crate::text::MAX_PIECE_CHARS`] characters is not part of it.
 //! 3. The *grams* are the [`N`] = 3 consecutive characters at every
@@ -474,7 +479,19 @@ const SEP: u32 = 1 << 30;
 /// On its own, the character normalizes to more than one character, not
 /// all separators (`½`, `ﬁ`): the general path.
 const COMPLEX: u32 = 1 << 29;
+/// A format character (see [`is_format`]): dropped.
+const IGNORE: u32 = 1 << 28;
 const CHAR_BITS: u32 = (1 << 21) - 1;
+
+/// Whether `c` is a format character (Unicode general category Cf, as of
+/// Unicode 15): invisible, it changes no word, so the stream drops it.
+pub fn is_format(c: char) -> bool {
+    matches!(c as u32,
+        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
+        | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF
+        | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3
+        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F)
+}
 
 fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
@@ -491,6 +508,9 @@ fn tables() -> &'static Tables {
 /// each time).
 fn entry_of(fold: &Fold, c: char) -> u32 {
     let boundary = if is_boundary(c) { BOUNDARY } else { 0 };
+    if is_format(c) && std::iter::once(c).nfkc().eq(std::iter::once(c)) {
+        return boundary | IGNORE;
+    }
     let mut out = None;
     let mut count = 0;
     let mut words = false;
@@ -644,7 +664,9 @@ fn normalize(
         let mut next = it.next();
         let mut next_e = next.map(|(_, c)| t.entry(c));
         if e & COMPLEX == 0 && next_e.is_none_or(|ne| ne & BOUNDARY != 0) {
-            if e & SEP != 0 {
+            if e & IGNORE != 0 {
+                // A format character: nothing.
+            } else if e & SEP != 0 {
                 out.sep(at, at + 1);
             } else {
                 out.word(e & CHAR_BITS, at, at + 1);
@@ -670,6 +692,9 @@ fn normalize(
                         return Err(Stop::Interrupted);
                     }
                     steps = NORMALIZE_CHECK;
+                }
+                if is_format(n) {
+                    continue;
                 }
                 for l in n.to_lowercase() {
                     if l.is_alphanumeric() {
@@ -899,7 +924,10 @@ mod tests {
         let fold = &tables().fold;
         let mut out = String::new();
         let mut space = false;
-        for c in crate::text::nfkc(text).flat_map(char::to_lowercase) {
+        for c in crate::text::nfkc(text)
+            .filter(|&c| !is_format(c))
+            .flat_map(char::to_lowercase)
+        {
             if c.is_alphanumeric() {
                 if space && !out.is_empty() {
                     out.push(' ');
@@ -911,6 +939,45 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn format_characters_are_dropped_not_separators() {
+        let plain = "The committee met on Tuesday to review the proposal for a new library.";
+        // One invisible character inside every word (zero-width space,
+        // joiners, soft hyphen, word joiner, byte order mark, a tag).
+        let marks = [
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{00AD}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{E0041}',
+        ];
+        let hidden: String = plain
+            .split(' ')
+            .enumerate()
+            .map(|(i, w)| {
+                let mut cs: Vec<char> = w.chars().collect();
+                cs.insert(cs.len().min(2), marks[i % marks.len()]);
+                cs.into_iter().collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_ne!(hidden, plain);
+        assert_eq!(reference_stream(&hidden), reference_stream(plain));
+        assert_eq!(similarity(&hidden, plain), 1.0);
+        assert_eq!(crate::lsh::keys(&hidden), crate::lsh::keys(plain));
+        // Only invisible characters: no word character, as an empty text.
+        assert_eq!(similarity("\u{200B}\u{FEFF}", ""), 1.0);
+        assert_eq!(crate::lsh::keys("\u{200B}\u{00AD}"), None);
+        // A visible separator still separates.
+        assert!(similarity("co py", "copy") < 1.0);
+        for c in marks {
+            assert!(is_format(c), "{c:?}");
+        }
+        assert!(!is_format('a') && !is_format(' ') && !is_format('\u{2065}'));
     }
 
     fn reference(a: &str, b: &str, n: usize) -> f64 {
