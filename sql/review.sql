@@ -50,6 +50,10 @@ DECLARE
     part text;
     smp jsonb;
     cur integer := -1;
+    -- The table's second source of candidates (simhash_add_lsh), if any.
+    lsh name;
+    lsh_arm text := '';
+    nkeys bigint;
 BEGIN
     IF tbl IS NULL OR fp_col IS NULL OR text_col IS NULL OR key_col IS NULL
        OR sample IS NULL OR per_distance IS NULL THEN
@@ -133,6 +137,27 @@ BEGIN
         END IF;
     END IF;
 
+    -- With the second source, each sampled row's neighbours past k that
+    -- share a candidate key are pairs too (found through the GIN index),
+    -- shown apart: "found by shared keys".
+    lsh := @extschema@.simhash_lsh_column(tbl, text_col);
+    IF lsh IS NOT NULL THEN
+        lsh_arm := pg_catalog.format($q$
+            UNION ALL
+            SELECT x.rn, x.key, n.key, n.d, x.body, n.body
+              FROM s x
+              CROSS JOIN LATERAL (
+                  SELECT y.%2$I::pg_catalog.text AS key, y.%4$I AS body,
+                         @extschema@.hamming(y.%3$I, x.fp) AS d
+                    FROM %1$s y
+                   WHERE y.%5$I OPERATOR(pg_catalog.&&) x.keys
+                     AND @extschema@.hamming(y.%3$I, x.fp) OPERATOR(pg_catalog.>) %6$s
+                     AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
+                     AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
+                   ORDER BY 3, y.%2$I
+                   LIMIT %7$s) n$q$, tbl, key_col, fp_col, text_col, lsh, k, cap);
+    END IF;
+
     -- Everything from the table in one query, which reads only the three
     -- columns. s: the sample, numbered by key. c: each sampled row's
     -- nearest neighbours, found by the band indexes (the condition
@@ -142,8 +167,8 @@ BEGIN
     -- this search_path.
     EXECUTE pg_catalog.format($q$
         WITH s AS MATERIALIZED (
-            SELECT q.key, q.fp, q.body, pg_catalog.row_number() OVER (ORDER BY q.k0) AS rn
-              FROM (SELECT x.%2$I AS k0, x.%2$I::pg_catalog.text AS key, x.%3$I AS fp, x.%4$I AS body
+            SELECT q.key, q.fp, q.body, q.keys, pg_catalog.row_number() OVER (ORDER BY q.k0) AS rn
+              FROM (SELECT x.%2$I AS k0, x.%2$I::pg_catalog.text AS key, x.%3$I AS fp, x.%4$I AS body, %9$s AS keys
                       FROM %1$s x
                      WHERE x.%2$I IS NOT NULL AND x.%3$I IS NOT NULL AND x.%4$I IS NOT NULL
                      ORDER BY x.%2$I LIMIT %6$s) q
@@ -159,6 +184,7 @@ BEGIN
                      AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
                    ORDER BY 3, y.%2$I
                    LIMIT %7$s) n
+            %8$s
         ), p AS MATERIALIZED (
             SELECT c.rn, c.a_key, c.b_key, c.d, c.a_body, c.b_body,
                    @extschema@.simhash_similarity(c.a_body, c.b_body) AS sim
@@ -177,6 +203,7 @@ BEGIN
             'capped', (SELECT pg_catalog.count(*) FROM (SELECT FROM c GROUP BY c.rn
                                                          HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) %7$s) c),
             'pairs', (SELECT pg_catalog.count(*) FROM p),
+            'by_keys', (SELECT pg_catalog.count(*) FROM p WHERE p.d OPERATOR(pg_catalog.>) %5$s),
             'by_distance', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
                                        'd', g.d, 'pairs', g.n, 'pass', g.np, 'min', g.mn, 'median', g.md) ORDER BY g.d)
                               FROM (SELECT p.d, pg_catalog.count(*) AS n,
@@ -203,7 +230,8 @@ BEGIN
                                        CASE WHEN pg_catalog.octet_length(q.b_body) OPERATOR(pg_catalog.>) 16777216
                                             THEN pg_catalog.left(q.b_body, 4194304) ELSE q.b_body END, 5)) ORDER BY q.d, q.r)
                           FROM ranked q WHERE q.r OPERATOR(pg_catalog.<=) $2))
-        $q$, tbl, key_col, fp_col, text_col, k, sample, cap)
+        $q$, tbl, key_col, fp_col, text_col, k, sample, cap, lsh_arm,
+             CASE WHEN lsh IS NULL THEN 'NULL::pg_catalog.int4[]' ELSE pg_catalog.format('x.%I', lsh) END)
         INTO r USING threshold, per_distance, cut;
     -- A table without candidate pairs: empty lists, not JSON nulls.
     FOREACH list_name IN ARRAY ARRAY['by_distance', 'by_similarity', 'samples'] LOOP
@@ -213,6 +241,7 @@ BEGIN
     END LOOP;
 
     npairs := (r->>'pairs')::bigint;
+    nkeys := coalesce((r->>'by_keys')::bigint, 0);
     maxn := coalesce((SELECT max((e->>'pairs')::bigint) FROM jsonb_array_elements(r->'by_distance') e), 0);
     last_pass := (SELECT max((e->>'d')::integer) FROM jsonb_array_elements(r->'by_distance') e
                   WHERE (e->>'pass')::bigint > 0);
@@ -226,11 +255,16 @@ BEGIN
                tbl::text, quote_ident(fp_col), quote_ident(text_col), quote_ident(key_col),
                format(E'-- two texts\nSELECT simhash_is_near_duplicate(a, b);\n'
                       '-- the same as\nSELECT simhash(a) <~> simhash(b) <= %s AND simhash_similarity(a, b) >= %s;\n'
-                      '-- the rows of %s near a text $1, candidates found by the band indexes\n'
-                      'SELECT %I FROM %s WHERE %I <~> simhash($1) <= %s AND simhash_similarity(%I, $1) >= %s;\n'
+                      '-- the rows of %s near a text $1, candidates found by the band indexes%s\n'
+                      'SELECT %I FROM %s WHERE %s AND simhash_similarity(%I, $1) >= %s;\n'
                       '-- other settings, for a session (or ALTER DATABASE ... SET, for every session)\n'
                       'SET simhash.verify_k = %s;\nSET simhash.similarity_threshold = %s;',
-                      verify_k, threshold, tbl, key_col, tbl, fp_col, verify_k, text_col, threshold,
+                      verify_k, threshold, tbl,
+                      CASE WHEN lsh IS NULL THEN '' ELSE ' and the keys'' GIN index' END,
+                      key_col, tbl,
+                      CASE WHEN lsh IS NULL THEN format('%I <~> simhash($1) <= %s', fp_col, verify_k)
+                           ELSE format('(%I <~> simhash($1) <= %s OR %I && simhash_lsh($1))', fp_col, verify_k, lsh) END,
+                      text_col, threshold,
                       verify_k, threshold)
            ]) WITH ORDINALITY AS v(u, o);
 
@@ -295,11 +329,11 @@ footer { color: #6b7385; font-size: 12px; margin-top: 40px; }
 <dl class="facts">
 <dt>Table</dt><dd><code>%1$s</code>: %2$s rows, %3$s with a fingerprint</dd>
 <dt>Columns</dt><dd>fingerprint <code>%4$s</code>, text <code>%5$s</code>, key <code>%6$s</code></dd>
-<dt>Sample</dt><dd id="sample">the first %7$s rows by <code>%6$s</code> with a key, a fingerprint and a text; their neighbours within distance %8$s anywhere in the table</dd>
+<dt>Sample</dt><dd id="sample">the first %7$s rows by <code>%6$s</code> with a key, a fingerprint and a text; their neighbours within distance %8$s anywhere in the table%13$s</dd>
 <dt>Pairs found</dt><dd id="pairs">%9$s</dd>
 <dt>Settings in force</dt><dd id="settings">simhash.verify_k = %10$s, simhash.similarity_threshold = %11$s</dd>
 </dl>
-<p>The rule of record: a pair is a near-duplicate when its fingerprints are within <code>simhash.verify_k</code> and its texts&#39; <code>simhash_similarity</code> is at least <code>simhash.similarity_threshold</code>. In SQL, with the settings in force:</p>
+<p>The rule of record: a pair is a near-duplicate when it is a candidate (its fingerprints within <code>simhash.verify_k</code>, or, on a table with the second source, a candidate key shared) and its texts&#39; <code>simhash_similarity</code> is at least <code>simhash.similarity_threshold</code>. In SQL, with the settings in force:</p>
 <pre id="rule">%12$s</pre>
 $h$,
         names[1], to_char((r->>'rows')::bigint, 'FM999,999,999,990'),
@@ -309,8 +343,14 @@ $h$,
         CASE WHEN npairs = 1 THEN '1 pair' ELSE to_char(npairs, 'FM999,999,999,990') || ' pairs' END
             || CASE WHEN npairs > 0 THEN format(', %s of them at or above the threshold',
                    to_char((SELECT sum((e->>'pass')::bigint) FROM jsonb_array_elements(r->'by_distance') e), 'FM999,999,999,990'))
+               ELSE '' END
+            || CASE WHEN nkeys > 0 THEN format('; %s past distance %s, found by shared candidate keys', to_char(nkeys, 'FM999,999,999,990'), k)
                ELSE '' END,
-        verify_k, threshold, names[5]);
+        verify_k, threshold, names[5],
+        CASE WHEN lsh IS NULL THEN ''
+             ELSE format(', and those past it that share a candidate key (column <code>%s</code>)',
+                         replace(replace(replace(replace(replace(quote_ident(lsh), '&', '&amp;'), '<', '&lt;'), '>', '&gt;'),
+                                 '"', '&quot;'), '''', '&#39;')) END);
 
     IF (r->>'capped')::bigint > 0 THEN
         page := page || format(E'<p class="note">%s sampled rows have %s or more neighbours within distance %s: only their %s nearest are counted.</p>\n',
@@ -417,7 +457,7 @@ $h$, part, round(50 + 700 * threshold::numeric, 1),
 <table class="stats">
 <thead><tr><th>distance</th><th>pairs</th><th>similarity &#8805; %1$s</th><th>share</th><th>pairs within</th><th>near-duplicates within</th><th>lowest similarity</th><th>median similarity</th></tr></thead>
 <tbody>
-%2$s
+%2$s%4$s
 </tbody>
 </table>
 <p id="advice">%3$s</p>
@@ -428,7 +468,13 @@ $h$, threshold, part,
                              last_pass, last_pass,
                              CASE WHEN last_pass > verify_k THEN format(', and simhash.verify_k = %s misses some', verify_k)
                                   ELSE format(', as simhash.verify_k = %s does', verify_k) END)
-            END);
+            END,
+            CASE WHEN nkeys = 0 THEN ''
+                 ELSE (SELECT format(E'\n<tr class="keys" id="by-keys"><td>past %s, shared keys</td><td>%s</td><td>%s</td><td>%s</td><td></td><td></td><td>%s</td><td>%s</td></tr>',
+                                     k, sum((e->>'pairs')::bigint), sum((e->>'pass')::bigint),
+                                     to_char(100.0 * sum((e->>'pass')::bigint) / greatest(sum((e->>'pairs')::bigint), 1), 'FM990.0') || '%',
+                                     coalesce(to_char(min((e->>'min')::double precision), 'FM0.000'), ''), '')
+                         FROM jsonb_array_elements(r->'by_distance') e WHERE (e->>'d')::integer > k) END);
 
         -- Pairs side by side. Each text is cut, the stretches the other
         -- text lacks are wrapped in two private-use characters (the text's
@@ -438,7 +484,8 @@ $h$, threshold, part,
         FOR smp IN SELECT e FROM jsonb_array_elements(r->'samples') e LOOP
             IF (smp->>'d')::integer <> cur THEN
                 cur := (smp->>'d')::integer;
-                page := page || format(E'<h3 id="distance-%s">Distance %s</h3>\n', cur, cur);
+                page := page || format(E'<h3 id="distance-%s">Distance %s%s</h3>\n', cur, cur,
+                                       CASE WHEN cur > k THEN ': found by shared candidate keys' ELSE '' END);
             END IF;
             SELECT string_agg(format(
                        E'<div class="side"><h4>%s %s</h4><pre class="text">%s</pre>%s</div>',

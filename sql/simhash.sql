@@ -983,6 +983,7 @@ DECLARE
     lsh name;
     keys_expr text := 'NULL::pg_catalog.int4[]';
     cand_ts text;
+    lsh_ts text;
     lsh_pairs text := '';
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -1051,10 +1052,14 @@ BEGIN
     END IF;
     -- A target row is a candidate of a batch row (s2) within k, or, with
     -- the second source, when they share a key.
+    -- lsh_ts: the second source alone, past k (within k the fingerprint
+    -- has found the row); searched apart (UNION ALL), so that the rows the
+    -- band indexes return are not tested for shared keys one by one.
     cand_ts := format('t.%1$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %2$s', fp_col, k);
     IF lsh IS NOT NULL THEN
-        cand_ts := format('(%1$s OR (t.%2$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND t.%3$I IS NOT NULL AND s2.simhash_fp IS NOT NULL))',
-                          cand_ts, lsh, fp_col);
+        lsh_ts := format('t.%1$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND s2.simhash_fp IS NOT NULL
+                          AND @extschema@.hamming(t.%2$I, s2.simhash_fp) OPERATOR(pg_catalog.>) %3$s',
+                         lsh, fp_col, k);
     END IF;
     IF source = target THEN
         RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
@@ -1193,12 +1198,14 @@ BEGIN
             -- every row, hoping for an early match.
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                               FROM (SELECT s2.simhash_n, t.key, (t.fp OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                      FROM pg_temp.%1$I s2, LATERAL (SELECT c.key, c.fp FROM (SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
-                                           WHERE %7$s %6$s OFFSET 0) c
+                                      FROM pg_temp.%1$I s2, LATERAL (SELECT c.key, c.fp FROM ((SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
+                                           WHERE %7$s %6$s OFFSET 0) %8$s) c
                                            ORDER BY 1 NULLS LAST LIMIT 1) t
                                      WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
                              WHERE s.simhash_n = m.simhash_n',
-                           work, tkey, fp_col, target, k, verify_ts, cand_ts);
+                           work, tkey, fp_col, target, k, verify_ts, cand_ts,
+                           CASE WHEN lsh_ts IS NULL THEN ''
+                                ELSE format('UNION ALL (SELECT %s, t.%I FROM %s t WHERE %s %s)', tkey, fp_col, target, lsh_ts, verify_ts) END);
         ELSE
             -- A Citus table: Citus sends the work table's fingerprints (and
             -- texts when verifying, nothing else) to every worker, each joins them with its shards through
@@ -1216,7 +1223,9 @@ BEGIN
                                      ORDER BY c.simhash_n, c.key',
                            work, tkey, fp_col, target, k, verify_ts,
                            CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END,
-                           work || '_m', cand_ts);
+                           work || '_m',
+                           CASE WHEN lsh_ts IS NULL THEN cand_ts
+                                ELSE format('(%s OR (%s))', cand_ts, lsh_ts) END);
             EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
                               FROM pg_temp.%2$I m WHERE s.simhash_n = m.simhash_n', work, work || '_m');
             EXECUTE format('DROP TABLE pg_temp.%I', work || '_m');
@@ -1285,11 +1294,14 @@ BEGIN
     IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
        AND NOT citus_target
        AND @extschema@.simhash_latest_rows(format(
-               'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM (SELECT FROM %4$s t
+               'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM ((SELECT FROM %4$s t
                    WHERE %7$s
-                     AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s OFFSET 0) c LIMIT 1) t
+                     AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s OFFSET 0) %8$s) c LIMIT 1) t
                  WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
-               work, key_col, fp_col, target, k, verify_ts, cand_ts)) THEN
+               work, key_col, fp_col, target, k, verify_ts, cand_ts,
+               CASE WHEN lsh_ts IS NULL THEN ''
+                    ELSE format('UNION ALL (SELECT FROM %s t WHERE %s AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %s)',
+                                target, lsh_ts, verify_ts) END)) THEN
         RAISE EXCEPTION 'could not serialize access due to concurrent update'
             USING ERRCODE = '40001',
                   DETAIL = format('simhash_insert_new: a row of %s within distance %s of the batch was committed after this transaction''s snapshot was taken.', target, k),
