@@ -408,6 +408,31 @@ grep -qF "$n_pairs pairs" <<<"$view" || fail "the view's page does not count $n_
 grep -qF '<h4>ref doc-9<' <<<"$view" || fail "the view's page does not name its rows by ref"
 log "review test: column privileges and row-level security apply; a role without the text column gets 42501; a view works"
 
+# The second source: a table with simhash_add_lsh and a copy of a
+# paragraph with one letter in fifteen replaced, past distance 11 of its
+# original but sharing candidate keys: the page shows it as a pair found
+# by shared keys (a row of its own in the table by distance, a sample
+# heading that says so, the rule in SQL with both sources); the same
+# table without the keys has no such pair.
+q >/dev/null <<'SQL'
+CREATE TABLE keyed (id int PRIMARY KEY, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+INSERT INTO keyed (id, body) VALUES (1, 'The committee met on Tuesday to review the proposal for a new library in the north of the city. Members heard from residents who asked for longer opening hours, a reading room for children and a small cafe near the entrance. The architect showed drawings of a two storey building with large windows facing the park, and the treasurer said the cost would be shared by the council and a private foundation. A final vote is expected next month after a public consultation.');
+INSERT INTO keyed (id, body) VALUES (2, 'The committee met on Tursday uo revbrw the ersposal fer d nsw library in the north of the city. Mdmbers heard from residents who asked bor longer openirg hours, a reading room for children and a small cafs near the entrance. The arcsitect showed drahings of a two snorjy buijding with large windows facing the park, and hhe treasurer saib the cost sould be shared by tme council and a private foundation. A finau vote is expected next month after a public consultation.');
+SELECT count(*) FROM simhash_add_bands('keyed', 'fp', '4x16');
+SQL
+d_keyed=$(q -c "SELECT a.fp <~> b.fp FROM keyed a, keyed b WHERE a.id = 1 AND b.id = 2")
+[ "$d_keyed" -gt 11 ] || fail "the planted copy is within 11 ($d_keyed): it does not test the second source"
+plain=$(q -c "SELECT simhash_review('keyed', 'fp', 'body')")
+grep -qF 'id="by-keys"' <<<"$plain" && fail "a table without candidate keys shows pairs found by keys"
+q -c "SELECT simhash_add_lsh('keyed', 'body')" >/dev/null
+keyed=$(q -c "SELECT simhash_review('keyed', 'fp', 'body')")
+grep -qE "<tr class=\"keys\" id=\"by-keys\"><td>past 11, shared keys</td><td>1</td><td>1</td>" <<<"$keyed" ||
+    fail "the page does not count the pair found by shared keys: $(grep -o '<tr class="keys".*</tr>' <<<"$keyed")"
+grep -qF "Distance $d_keyed: found by shared candidate keys</h3>" <<<"$keyed" || fail "the pair's heading does not say it was found by shared keys"
+grep -qF 'body_lsh &amp;&amp; simhash_lsh($1)' <<<"$keyed" || fail "the rule in SQL does not show the second source"
+grep -qF '<h4>id 2<' <<<"$keyed" || fail "the copy is not shown"
+log "review test: the second source's pair (distance $d_keyed) shown apart, found by shared keys"
+
 psql -X -q -d postgres -c "DROP DATABASE $DB" -c "DROP ROLE simhash_review_reader" -c "DROP ROLE simhash_review_peeker"
 if [ -n "${SIMHASH_REVIEW_OUT:-}" ]; then
     log "review test: the pages and the screenshot are in $out"
