@@ -61,4 +61,43 @@ BEGIN
     END LOOP;
 END
 $$;
-DROP TABLE vdocs, vdocs_local;
+
+-- The second source (simhash_add_lsh) on Citus: a distributed table gets
+-- the keys column and its GIN index on every shard; the rule with both
+-- sources (OR, and UNION) finds a copy past distance 11; a verified load
+-- skips it; on a reference table the verified guard refuses it.
+SELECT simhash_add_lsh('vdocs', 'body') AS lsh_col \gset
+SELECT simhash_add_lsh('vdocs_local', 'body') AS lsh_col \gset
+INSERT INTO vdocs (id, body) VALUES (20001, 'The committee met on Tuesday to review the proposal for a new library in the north of the city. Members heard from residents who asked for longer opening hours, a reading room for children and a small cafe near the entrance. The architect showed drawings of a two storey building with large windows facing the park, and the treasurer said the cost would be shared by the council and a private foundation. A final vote is expected next month after a public consultation.');
+INSERT INTO vdocs_local SELECT id, body FROM vdocs WHERE id = 20001;
+CREATE TABLE vq (q text);
+INSERT INTO vq VALUES ('The committee met on Tursday uo revbrw the ersposal fer d nsw library in the north of the city. Mdmbers heard from residents who asked bor longer openirg hours, a reading room for children and a small cafs near the entrance. The arcsitect showed drahings of a two snorjy buijding with large windows facing the park, and hhe treasurer saib the cost sould be shared by tme council and a private foundation. A finau vote is expected next month after a public consultation.');
+SELECT q AS copy FROM vq \gset
+SELECT expect('the copy is past distance 11', simhash(:'copy') <~> (SELECT fp FROM vdocs_local WHERE id = 20001) > 11);
+SELECT expect('both sources (OR) on a distributed table find the copy',
+              (SELECT array_agg(id) FROM vdocs WHERE (fp <~> simhash(:'copy') <= 11 OR body_lsh && simhash_lsh(:'copy'))
+                                                AND simhash_similarity(body, :'copy') >= 0.82) = '{20001}');
+SELECT expect('both sources (UNION) on a distributed table find the copy',
+              (SELECT array_agg(id) FROM (SELECT id FROM vdocs WHERE fp <~> simhash(:'copy') <= 11 AND simhash_similarity(body, :'copy') >= 0.82
+                                          UNION SELECT id FROM vdocs WHERE body_lsh && simhash_lsh(:'copy') AND simhash_similarity(body, :'copy') >= 0.82) u) = '{20001}');
+CREATE TABLE vbatch (id bigint, body text);
+INSERT INTO vbatch VALUES (30001, :'copy'), (30002, 'A new text about boats, harbours and the sea in winter, with nothing like the others.');
+SELECT expect('a verified load into a distributed table with the keys skips the copy',
+              (SELECT skipped FROM simhash_insert_new('vdocs', 'vbatch', 11, 'id', text_col => 'body', threshold => 0.82)) = 1);
+SELECT expect('... as into the local table',
+              (SELECT skipped FROM simhash_insert_new('vdocs_local', 'vbatch', 11, 'id', text_col => 'body', threshold => 0.82)) = 1);
+CREATE TABLE vref (id bigint PRIMARY KEY, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT create_reference_table('vref') \gset
+SELECT count(*) AS bands FROM simhash_add_bands('vref', 'fp', '4x16') \gset
+SELECT simhash_add_lsh('vref', 'body') AS lsh_col \gset
+SELECT simhash_add_guard('vref', 'fp', 11, 'error', 'id', 'body', 0.82) AS guard \gset
+INSERT INTO vref SELECT id, body FROM vdocs_local WHERE id = 20001;
+DO $do$
+BEGIN
+    INSERT INTO vref SELECT 2, q FROM vq;
+    RAISE EXCEPTION 'the verified guard on a reference table let in a copy that shares candidate keys';
+EXCEPTION WHEN unique_violation THEN
+    NULL;
+END
+$do$;
+DROP TABLE vdocs, vdocs_local, vq, vbatch, vref;
