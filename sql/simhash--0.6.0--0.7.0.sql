@@ -572,10 +572,6 @@ CREATE FUNCTION simhash_near_pairs(n bigint[], fp bigint[], k integer)
     AS 'MODULE_PATHNAME', 'simhash_near_pairs_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION simhash_matches_query(query text, n bigint[], fp bigint[], k integer)
-    RETURNS TABLE (n bigint, key bigint, distance integer)
-    AS 'MODULE_PATHNAME', 'simhash_matches_query_wrapper'
-    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
 CREATE FUNCTION simhash_batch_skips(query text, n bigint[], key bigint[], fp bigint[], k integer)
     RETURNS TABLE (n bigint, matched bigint, distance integer)

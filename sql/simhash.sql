@@ -853,14 +853,6 @@ CREATE FUNCTION simhash_near_pairs(n bigint[], fp bigint[], k integer)
     AS 'MODULE_PATHNAME', 'simhash_near_pairs_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
--- The rows of a batch (n[i], fp[i]) within k of a row of query (key,
--- fingerprint), each with the smallest such key and its distance: query
--- is read once against the batch held in memory. For simhash_insert_new.
-CREATE FUNCTION simhash_matches_query(query text, n bigint[], fp bigint[], k integer)
-    RETURNS TABLE (n bigint, key bigint, distance integer)
-    AS 'MODULE_PATHNAME', 'simhash_matches_query_wrapper'
-    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-
 -- The rows of a batch (n[i], key[i], fp[i]) that one-at-a-time guarded
 -- inserts in the order of n would skip, each with the key it matched (of
 -- a row of query (key, fingerprint), the smallest, or of an earlier kept

@@ -1,7 +1,7 @@
 //! The glue of `simhash_insert_new`: the batch's pairs within `k`
 //! (`simhash_near_pairs`, [`simhash_core::near`]), its check against a
 //! target read once (`simhash_batch_skips`, which settles the whole batch
-//! in that pass; `simhash_matches_query` is the check alone) or probed (chosen by
+//! in that pass) or probed (chosen by
 //! `simhash.load_check` and `simhash_load_scans`), and the ordering rule:
 //! the batch's pairs of neighbours come in as two arrays, and which rows
 //! one-at-a-time guarded inserts would skip comes out
@@ -145,14 +145,6 @@ fn interrupts() -> bool {
     true
 }
 
-/// The index of a batch's fingerprints for `k`.
-fn band_set(what: &str, fps: &[u64], k: i32) -> BandSet {
-    u32::try_from(k)
-        .map_err(|_| NearError::Refused)
-        .and_then(|k| BandSet::new(fps, k))
-        .unwrap_or_else(|e| near_failed(what, e, k, fps.len()))
-}
-
 /// Every pair of rows of a batch (`n[i]`, `fp[i]`) within `k` of each
 /// other: `(later, earlier)` by `n`, with their distance. For
 /// `simhash_insert_new`'s pass within the batch.
@@ -265,30 +257,6 @@ fn best_matches(what: &str, query: &str, set: &BandSet, rows: usize) -> Vec<Targ
         .unwrap_or_else(|e| near_failed(what, e, MAX_PROBED_K as i32, rows));
     });
     best
-}
-
-/// Reads `(key, fp)` rows from `query` (the target) once and returns,
-/// for each row of the batch (`n[i]`, `fp[i]`) within `k` of one of
-/// them, the smallest such key and its distance. For `simhash_insert_new`'s
-/// check of a batch against a target much smaller than
-/// `batch rows * band index probe`.
-#[allow(clippy::type_complexity)]
-#[pg_extern(volatile, strict, parallel_unsafe, sql = false)]
-fn simhash_matches_query(
-    query: &str,
-    n: Array<'_, i64>,
-    fp: Array<'_, i64>,
-    k: i32,
-) -> TableIterator<'static, (name!(n, i64), name!(key, Option<i64>), name!(distance, i32))> {
-    let (ns, fps) = batch_of("simhash_matches_query", &n, &fp);
-    let set = band_set("simhash_matches_query", &fps, k);
-    drop(fps);
-    let best = best_matches("simhash_matches_query", query, &set, ns.len());
-    TableIterator::new(
-        ns.into_iter()
-            .zip(best)
-            .filter_map(|(n, best)| best.map(|(key, d)| (n, key, d as i32))),
-    )
 }
 
 /// The rows of a batch (`n[i]`, `key[i]`, `fp[i]`) that one-at-a-time

@@ -117,8 +117,6 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM lb) = (SELECT array_agg(id ORDER B
 SELECT q, outcome(q) FROM unnest(ARRAY[
     $$SELECT * FROM simhash_near_pairs(ARRAY[1, 2], ARRAY[5], 3)$$,
     $$SELECT * FROM simhash_near_pairs(ARRAY[1], ARRAY[5], 12)$$,
-    $$SELECT * FROM simhash_matches_query('SELECT 1', ARRAY[1], ARRAY[5], 3)$$,
-    $$SELECT * FROM simhash_matches_query('SELECT id, fp FROM lb', ARRAY[1], ARRAY[5], -1)$$,
     $$SELECT * FROM simhash_skipped_in_order(ARRAY[1, 2], ARRAY[1])$$,
     $$SELECT * FROM simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, 2], ARRAY[1], ARRAY[5, 6], 3)$$,
     $$SELECT * FROM simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, 2], ARRAY[1, 2], ARRAY[5], 3)$$,
