@@ -151,6 +151,7 @@ BEGIN
                          @extschema@.hamming(y.%3$I, x.fp) AS d
                     FROM %1$s y
                    WHERE y.%5$I OPERATOR(pg_catalog.&&) x.keys
+                     AND @extschema@.simhash_lsh_shared(y.%5$I, x.keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                      AND @extschema@.hamming(y.%3$I, x.fp) OPERATOR(pg_catalog.>) %6$s
                      AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
                      AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
@@ -263,7 +264,8 @@ BEGIN
                       CASE WHEN lsh IS NULL THEN '' ELSE ' and the keys'' GIN index' END,
                       key_col, tbl,
                       CASE WHEN lsh IS NULL THEN format('%I <~> simhash($1) <= %s', fp_col, verify_k)
-                           ELSE format('(%I <~> simhash($1) <= %s OR %I && simhash_lsh($1))', fp_col, verify_k, lsh) END,
+                           ELSE format('(%I <~> simhash($1) <= %s OR (%I && simhash_lsh($1) AND simhash_lsh_shared(%I, simhash_lsh($1)) >= %s))',
+                                       fp_col, verify_k, lsh, lsh, @extschema@.simhash_lsh_min_shared()) END,
                       text_col, threshold,
                       verify_k, threshold)
            ]) WITH ORDINALITY AS v(u, o);

@@ -181,6 +181,17 @@ CREATE FUNCTION simhash_lsh(text) RETURNS integer[]
     AS 'MODULE_PATHNAME', 'simhash_lsh_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
 
+-- How many bands two arrays of candidate keys share (place by place),
+-- and how many the rule asks of a candidate of the second source: a copy
+-- shares several, two texts on one subject now and then one.
+CREATE FUNCTION simhash_lsh_shared(a integer[], b integer[]) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_lsh_shared_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash_lsh_min_shared() RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_lsh_min_shared_wrapper'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
 -- The column of tbl that holds simhash_lsh(text_col) (a stored generated
 -- column, integer[]), or NULL when the table has none: where the rule of
 -- record finds its second source of candidates (the verified guard,
@@ -493,6 +504,7 @@ BEGIN
                  SELECT x.%1$I::bigint, y.%1$I::bigint
                    FROM %2$s x JOIN %2$s y
                      ON y.%7$I OPERATOR(pg_catalog.&&) x.%7$I
+                    AND @extschema@.simhash_lsh_shared(y.%7$I, x.%7$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                     AND y.%1$I::bigint OPERATOR(pg_catalog.>) x.%1$I::bigint
                   WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
                     AND @extschema@.hamming(x.%3$I, y.%3$I) OPERATOR(pg_catalog.>) %4$s
@@ -734,6 +746,7 @@ BEGIN
     cand_ts := format('t.%1$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %2$s', fp_col, k);
     IF lsh IS NOT NULL THEN
         lsh_ts := format('t.%1$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND s2.simhash_fp IS NOT NULL
+                          AND @extschema@.simhash_lsh_shared(t.%1$I, s2.simhash_keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                           AND @extschema@.hamming(t.%2$I, s2.simhash_fp) OPERATOR(pg_catalog.>) %3$s',
                          lsh, fp_col, k);
     END IF;
@@ -924,7 +937,9 @@ BEGIN
                                            WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
                                              AND w.simhash_fp IS NOT NULL) b
                                       ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
-                                     AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n', work);
+                                     AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n
+                                   GROUP BY b.simhash_n, a.simhash_n
+                                  HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()', work);
         END IF;
         IF text_col IS NOT NULL THEN
             verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
@@ -1185,6 +1200,7 @@ BEGIN
                          @extschema@.hamming(y.%3$I, x.fp) AS d
                     FROM %1$s y
                    WHERE y.%5$I OPERATOR(pg_catalog.&&) x.keys
+                     AND @extschema@.simhash_lsh_shared(y.%5$I, x.keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                      AND @extschema@.hamming(y.%3$I, x.fp) OPERATOR(pg_catalog.>) %6$s
                      AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
                      AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
@@ -1297,7 +1313,8 @@ BEGIN
                       CASE WHEN lsh IS NULL THEN '' ELSE ' and the keys'' GIN index' END,
                       key_col, tbl,
                       CASE WHEN lsh IS NULL THEN format('%I <~> simhash($1) <= %s', fp_col, verify_k)
-                           ELSE format('(%I <~> simhash($1) <= %s OR %I && simhash_lsh($1))', fp_col, verify_k, lsh) END,
+                           ELSE format('(%I <~> simhash($1) <= %s OR (%I && simhash_lsh($1) AND simhash_lsh_shared(%I, simhash_lsh($1)) >= %s))',
+                                       fp_col, verify_k, lsh, lsh, @extschema@.simhash_lsh_min_shared()) END,
                       text_col, threshold,
                       verify_k, threshold)
            ]) WITH ORDINALITY AS v(u, o);

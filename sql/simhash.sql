@@ -1050,6 +1050,7 @@ BEGIN
     cand_ts := format('t.%1$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %2$s', fp_col, k);
     IF lsh IS NOT NULL THEN
         lsh_ts := format('t.%1$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND s2.simhash_fp IS NOT NULL
+                          AND @extschema@.simhash_lsh_shared(t.%1$I, s2.simhash_keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                           AND @extschema@.hamming(t.%2$I, s2.simhash_fp) OPERATOR(pg_catalog.>) %3$s',
                          lsh, fp_col, k);
     END IF;
@@ -1240,7 +1241,9 @@ BEGIN
                                            WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
                                              AND w.simhash_fp IS NOT NULL) b
                                       ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
-                                     AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n', work);
+                                     AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n
+                                   GROUP BY b.simhash_n, a.simhash_n
+                                  HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()', work);
         END IF;
         IF text_col IS NOT NULL THEN
             verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
@@ -1382,6 +1385,17 @@ CREATE FUNCTION simhash_similarity(a text, b text) RETURNS double precision
 CREATE FUNCTION simhash_lsh(text) RETURNS integer[]
     AS 'MODULE_PATHNAME', 'simhash_lsh_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
+
+-- How many bands two arrays of candidate keys share (place by place),
+-- and how many the rule asks of a candidate of the second source: a copy
+-- shares several, two texts on one subject now and then one.
+CREATE FUNCTION simhash_lsh_shared(a integer[], b integer[]) RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_lsh_shared_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION simhash_lsh_min_shared() RETURNS integer
+    AS 'MODULE_PATHNAME', 'simhash_lsh_min_shared_wrapper'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- The column of tbl that holds simhash_lsh(text_col) (a stored generated
 -- column, integer[]), or NULL when the table has none: where the rule of
@@ -1602,6 +1616,7 @@ BEGIN
                  SELECT x.%1$I::bigint, y.%1$I::bigint
                    FROM %2$s x JOIN %2$s y
                      ON y.%7$I OPERATOR(pg_catalog.&&) x.%7$I
+                    AND @extschema@.simhash_lsh_shared(y.%7$I, x.%7$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                     AND y.%1$I::bigint OPERATOR(pg_catalog.>) x.%1$I::bigint
                   WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
                     AND @extschema@.hamming(x.%3$I, y.%3$I) OPERATOR(pg_catalog.>) %4$s

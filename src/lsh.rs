@@ -73,8 +73,9 @@ pub unsafe fn find(rel: pg_sys::Relation, text_attno: i16, lsh_fn: Oid) -> Optio
     Some(LshColumn { attno, index })
 }
 
-/// Whether the row in `slot` shares a band's key with `keys` (its stored
-/// keys compared band by band; a row without keys shares none).
+/// Whether the row in `slot` shares at least
+/// [`simhash_core::lsh::MIN_SHARED_BANDS`] bands' keys with `keys` (its
+/// stored keys compared band by band; a row without keys shares none).
 ///
 /// # Safety
 /// `slot` holds a row of the table `column` is of.
@@ -94,7 +95,9 @@ pub unsafe fn shares_key(
     stored
         .iter()
         .zip(keys)
-        .any(|(theirs, ours)| *theirs == Some(*ours))
+        .filter(|(theirs, ours)| **theirs == Some(**ours))
+        .count()
+        >= simhash_core::lsh::MIN_SHARED_BANDS
 }
 
 /// Calls `seen` with each row of `heap` (through its GIN index on the

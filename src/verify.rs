@@ -85,6 +85,23 @@ fn simhash_similarity_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
     similarity_of(a, b)
 }
 
+/// `simhash_lsh_shared(a integer[], b integer[])`: how many bands two
+/// arrays of candidate keys share (compared place by place).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_lsh_shared(a: Vec<Option<i32>>, b: Vec<Option<i32>>) -> i32 {
+    a.iter()
+        .zip(&b)
+        .filter(|(x, y)| x.is_some() && x == y)
+        .count() as i32
+}
+
+/// `simhash_lsh_min_shared()`: the bands two texts must share to be a
+/// candidate of the second source ([`simhash_core::lsh::MIN_SHARED_BANDS`]).
+#[pg_extern(immutable, parallel_safe, sql = false)]
+fn simhash_lsh_min_shared() -> i32 {
+    simhash_core::lsh::MIN_SHARED_BANDS as i32
+}
+
 /// `simhash_lsh(text)`: the text's candidate keys beside the fingerprint
 /// ([`simhash_core::lsh`]): 32 integers, NULL for a text without a word
 /// character.
@@ -119,16 +136,20 @@ pub fn shared_bands_of(a: &[u8], b: &[u8]) -> usize {
     }
 }
 
-/// Whether the rule of record calls `a` and `b` near-duplicates: a
-/// candidate of either source (their fingerprints within `k`, or a
-/// candidate key shared) and their similarity at least `threshold`.
+/// Whether the rule of record calls `a` and `b` near-duplicates: their
+/// fingerprints within `k` and their similarity at least `threshold`.
 /// Texts without features are never near-duplicates (no fingerprint).
+///
+/// The second source of candidates (shared `simhash_lsh` keys) is a
+/// table's choice (`simhash_add_lsh`), not the pair's: with the trigram
+/// similarity as the verifier it also lets in long texts on one subject
+/// (`bench/quality`: English hard negatives 0% to 1.7%), so the rule for
+/// two texts stays the fingerprint's.
 pub fn is_near_duplicate(a: &[u8], b: &[u8], k: i32, threshold: f64) -> bool {
     let (Some(fa), Some(fb)) = (functions::fingerprint_v3(a), functions::fingerprint_v3(b)) else {
         return false;
     };
-    // The keys only when the fingerprints do not make the pair a candidate.
-    if simhash_core::hamming(fa as u64, fb as u64) as i32 > k && shared_bands_of(a, b) == 0 {
+    if simhash_core::hamming(fa as u64, fb as u64) as i32 > k {
         return false;
     }
     similarity_of(a, b) >= threshold
@@ -190,13 +211,17 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
     // the candidate keys (bands shared), both or neither.
     let by_fingerprint = e.distance.is_some_and(|d| d as i32 <= k);
     let shared = shared_bands_of(a.as_bytes(), b.as_bytes());
-    let candidate = match (by_fingerprint, shared > 0 && e.distance.is_some()) {
+    let by_keys = shared >= simhash_core::lsh::MIN_SHARED_BANDS && e.distance.is_some();
+    let candidate = match (by_fingerprint, by_keys) {
         (true, true) => Some("both"),
         (true, false) => Some("fingerprint"),
         (false, true) => Some("lsh"),
         (false, false) => None,
     };
-    let near = candidate.is_some() && e.similarity >= threshold;
+    // The verdict is simhash_is_near_duplicate's (the fingerprint's
+    // candidates); `candidate` also says when the keys would make the
+    // pair one on a table with the second source.
+    let near = by_fingerprint && e.similarity >= threshold;
     JsonB(serde_json::json!({
         "distance": e.distance,
         "similarity": e.similarity,

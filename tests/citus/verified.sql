@@ -75,11 +75,13 @@ INSERT INTO vq VALUES ('The committee met on Tursday uo revbrw the ersposal fer 
 SELECT q AS copy FROM vq \gset
 SELECT expect('the copy is past distance 11', simhash(:'copy') <~> (SELECT fp FROM vdocs_local WHERE id = 20001) > 11);
 SELECT expect('both sources (OR) on a distributed table find the copy',
-              (SELECT array_agg(id) FROM vdocs WHERE (fp <~> simhash(:'copy') <= 11 OR body_lsh && simhash_lsh(:'copy'))
+              (SELECT array_agg(id) FROM vdocs WHERE (fp <~> simhash(:'copy') <= 11
+                                                       OR (body_lsh && simhash_lsh(:'copy') AND simhash_lsh_shared(body_lsh, simhash_lsh(:'copy')) >= simhash_lsh_min_shared()))
                                                 AND simhash_similarity(body, :'copy') >= 0.82) = '{20001}');
 SELECT expect('both sources (UNION) on a distributed table find the copy',
               (SELECT array_agg(id) FROM (SELECT id FROM vdocs WHERE fp <~> simhash(:'copy') <= 11 AND simhash_similarity(body, :'copy') >= 0.82
-                                          UNION SELECT id FROM vdocs WHERE body_lsh && simhash_lsh(:'copy') AND simhash_similarity(body, :'copy') >= 0.82) u) = '{20001}');
+                                          UNION SELECT id FROM vdocs WHERE body_lsh && simhash_lsh(:'copy') AND simhash_lsh_shared(body_lsh, simhash_lsh(:'copy')) >= simhash_lsh_min_shared()
+                                                AND simhash_similarity(body, :'copy') >= 0.82) u) = '{20001}');
 CREATE TABLE vbatch (id bigint, body text);
 INSERT INTO vbatch VALUES (30001, :'copy'), (30002, 'A new text about boats, harbours and the sea in winter, with nothing like the others.');
 SELECT expect('a verified load into a distributed table with the keys skips the copy',

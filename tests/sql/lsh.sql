@@ -56,15 +56,27 @@ ANALYZE news;
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF)
 SELECT id FROM news
- WHERE (fp <~> simhash('a text to look for') <= 11 OR body_lsh && simhash_lsh('a text to look for'))
+ WHERE (fp <~> simhash('a text to look for') <= 11
+        OR (body_lsh && simhash_lsh('a text to look for')
+            AND simhash_lsh_shared(body_lsh, simhash_lsh('a text to look for')) >= simhash_lsh_min_shared()))
    AND simhash_similarity(body, 'a text to look for') >= 0.82;
 RESET enable_seqscan;
 SELECT array_agg(n.id) AS rule_of_record
   FROM news n, lsh_query
- WHERE (n.fp <~> simhash(q) <= 11 OR n.body_lsh && simhash_lsh(q))
+ WHERE (n.fp <~> simhash(q) <= 11
+        OR (n.body_lsh && simhash_lsh(q) AND simhash_lsh_shared(n.body_lsh, simhash_lsh(q)) >= simhash_lsh_min_shared()))
    AND simhash_similarity(n.body, q) >= 0.82;
--- The pair functions: the copy at distance 13 is a near-duplicate by the
--- rule (the keys make it a candidate), and simhash_explain says so.
+-- A candidate of the second source shares at least simhash_lsh_min_shared()
+-- bands: one shared band is chance between texts on one subject.
+SELECT simhash_lsh_min_shared() AS min_shared,
+       simhash_lsh_shared(simhash_lsh(n.body), simhash_lsh(q)) >= simhash_lsh_min_shared() AS copy_shares_enough,
+       simhash_lsh_shared('{1,2,3}', '{1,5,3}') AS place_by_place,
+       simhash_lsh_shared('{1,2,3}', '{3,1,2}') AS moved_keys_do_not_count
+  FROM news n, lsh_query WHERE n.id = 1;
+-- The pair functions keep the fingerprint's candidates (the second source
+-- is a table's choice): the copy at distance 13 is not a near-duplicate
+-- of its original for them, and simhash_explain says the keys would make
+-- it a candidate.
 SET simhash.similarity_threshold = 0.82;
 SELECT simhash_is_near_duplicate(n.body, q) AS near,
        simhash_explain(n.body, q)->>'candidate' AS candidate,
@@ -151,10 +163,10 @@ CREATE TABLE batch (id int, body text);
 INSERT INTO batch VALUES
   (2001, :'copy'),
   (2002, 'The harbour master counted the boats that came back before the storm, and wrote each name in the ledger kept by the door of the office on the quay.'),
-  (2003, 'The harbuur master cointed the boats that came back bifore the storm, and wrote each nime in the ledgar kept by the dour of the office on the qaay.'),
+  (2003, 'The harbour master cointed the boats that came back before the storm, and wrote each nime in the ledger kept by the door of the offica on the quay.'),
   (2004, 'Nothing like the others: a recipe for bread with seeds, water, flour and salt.');
 SELECT simhash('The harbour master counted the boats that came back before the storm, and wrote each name in the ledger kept by the door of the office on the quay.')
-   <~> simhash('The harbuur master cointed the boats that came back bifore the storm, and wrote each nime in the ledgar kept by the dour of the office on the qaay.') > 11 AS batch_pair_past_11;
+   <~> simhash('The harbour master cointed the boats that came back before the storm, and wrote each nime in the ledger kept by the door of the offica on the quay.') > 11 AS batch_pair_past_11;
 CREATE TABLE batch_skips (skipped bigint, matched bigint, distance integer);
 SELECT * FROM simhash_insert_new('news_l', 'batch', 11, 'id', skipped_into => 'batch_skips', text_col => 'body', threshold => 0.82);
 SELECT skipped, matched, distance > 11 AS past_11 FROM batch_skips ORDER BY 1;
