@@ -1051,8 +1051,10 @@ BEGIN
     IF lsh IS NOT NULL THEN
         lsh_ts := format('t.%1$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND s2.simhash_fp IS NOT NULL
                           AND @extschema@.simhash_lsh_shared(t.%1$I, s2.simhash_keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
-                          AND @extschema@.hamming(t.%2$I, s2.simhash_fp) OPERATOR(pg_catalog.>) %3$s',
-                         lsh, fp_col, k);
+                          AND @extschema@.hamming(t.%2$I, s2.simhash_fp) OPERATOR(pg_catalog.>) %3$s
+                          AND t.%4$I IS NOT NULL AND s2.%4$I IS NOT NULL
+                          AND @extschema@.simhash_jaccard(t.%4$I, s2.%4$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
+                         lsh, fp_col, k, text_col);
     END IF;
     IF source = target THEN
         RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
@@ -1229,21 +1231,30 @@ BEGIN
         -- in order, each row with an earlier neighbour that was kept is
         -- skipped (simhash_skipped_in_order).
         IF lsh IS NOT NULL THEN
-            -- The batch's pairs that share a key (same band), beside
-            -- those within k.
-            lsh_pairs := format(' UNION SELECT b.simhash_n, a.simhash_n
-                                    FROM (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
-                                                 pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
-                                           WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
-                                             AND w.simhash_fp IS NOT NULL) a
-                                    JOIN (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
-                                                 pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
-                                           WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
-                                             AND w.simhash_fp IS NOT NULL) b
-                                      ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
-                                     AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n
-                                   GROUP BY b.simhash_n, a.simhash_n
-                                  HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()', work);
+            -- The batch's pairs that share a key (same band) and are past
+            -- k (within k the fingerprint's pairs hold them), with the
+            -- 5-gram Jaccard of the second source; the similarity is
+            -- verified below as for every pair.
+            lsh_pairs := format(' UNION SELECT kp.later, kp.earlier
+                                    FROM (SELECT b.simhash_n AS later, a.simhash_n AS earlier
+                                            FROM (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
+                                                         pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
+                                                   WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
+                                                     AND w.simhash_fp IS NOT NULL) a
+                                            JOIN (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
+                                                         pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
+                                                   WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
+                                                     AND w.simhash_fp IS NOT NULL) b
+                                              ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
+                                             AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n
+                                           GROUP BY b.simhash_n, a.simhash_n
+                                          HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()) kp
+                                    JOIN pg_temp.%1$I kx ON kx.simhash_n OPERATOR(pg_catalog.=) kp.earlier
+                                    JOIN pg_temp.%1$I ky ON ky.simhash_n OPERATOR(pg_catalog.=) kp.later
+                                   WHERE @extschema@.hamming(kx.simhash_fp, ky.simhash_fp) OPERATOR(pg_catalog.>) %2$s
+                                     AND kx.%3$I IS NOT NULL AND ky.%3$I IS NOT NULL
+                                     AND @extschema@.simhash_jaccard(kx.%3$I, ky.%3$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
+                                work, k, text_col);
         END IF;
         IF text_col IS NOT NULL THEN
             verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
@@ -1395,6 +1406,20 @@ CREATE FUNCTION simhash_lsh_shared(a integer[], b integer[]) RETURNS integer
 
 CREATE FUNCTION simhash_lsh_min_shared() RETURNS integer
     AS 'MODULE_PATHNAME', 'simhash_lsh_min_shared_wrapper'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+-- The Jaccard similarity of the two texts' character 5-grams (as
+-- simhash_similarity normalizes them): distinct grams of both over those
+-- of either. A candidate that only the keys found (past k) is a
+-- near-duplicate when it also reaches simhash_lsh_min_jaccard() (0.5):
+-- two long texts on one subject share a key now and then, and contain
+-- each other's trigrams, but not each other's 5-grams.
+CREATE FUNCTION simhash_jaccard(a text, b text) RETURNS double precision
+    AS 'MODULE_PATHNAME', 'simhash_jaccard_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
+
+CREATE FUNCTION simhash_lsh_min_jaccard() RETURNS double precision
+    AS 'MODULE_PATHNAME', 'simhash_lsh_min_jaccard_wrapper'
     LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- The column of tbl that holds simhash_lsh(text_col) (a stored generated
@@ -1620,7 +1645,8 @@ BEGIN
                     AND y.%1$I::bigint OPERATOR(pg_catalog.>) x.%1$I::bigint
                   WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
                     AND @extschema@.hamming(x.%3$I, y.%3$I) OPERATOR(pg_catalog.>) %4$s
-                    AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s',
+                    AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s
+                    AND @extschema@.simhash_jaccard(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
                 key_col, tbl, fp_col, k, text_col, threshold, lsh);
         END IF;
     ELSIF NOT distributed THEN

@@ -646,10 +646,19 @@ impl Guard {
                         return None;
                     }
                     let outer = pg_sys::MemoryContextSwitchTo(scratch);
+                    // A candidate only the keys found (past k) must also
+                    // reach the 5-gram Jaccard of the second source.
+                    let key_only = by_lsh && simhash_core::hamming(fp, other) > self.args.k;
                     let similar = match (text_of(slot, attno), new_text) {
-                        (Some(theirs), Some(ours)) => {
-                            Some(crate::verify::similarity_of(theirs, ours) >= *threshold)
-                        }
+                        (Some(theirs), Some(ours)) => Some(
+                            crate::verify::similarity_of(theirs, ours) >= *threshold
+                                && (!key_only
+                                    || crate::verify::jaccard_of(theirs, ours)
+                                        >= simhash_core::lsh::MIN_JACCARD),
+                        ),
+                        // A NULL text: the fingerprint alone, so a key-only
+                        // candidate is none.
+                        _ if key_only => Some(false),
                         _ => None,
                     };
                     pg_sys::MemoryContextSwitchTo(outer);

@@ -95,6 +95,38 @@ fn simhash_lsh_shared(a: Vec<Option<i32>>, b: Vec<Option<i32>>) -> i32 {
         .count() as i32
 }
 
+/// The Jaccard similarity of the two texts' 5-grams, checking for a
+/// cancel as it reads.
+pub fn jaccard_of(a: &[u8], b: &[u8]) -> f64 {
+    functions::check_utf8_database();
+    let checked = simhash_core::similarity::jaccard_bytes_checked(a, b, || {
+        pgrx::check_for_interrupts!();
+        true
+    });
+    match checked {
+        Ok(j) => j,
+        Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
+        // The closure never says stop: a cancel leaves by PostgreSQL's error.
+        Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
+    }
+}
+
+/// `simhash_jaccard(a text, b text)`: the Jaccard similarity of the two
+/// texts' character 5-grams ([`simhash_core::similarity::jaccard_bytes_checked`]).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_jaccard_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
+    // SAFETY: a strict function of two text arguments, called by PostgreSQL.
+    let (a, b) = unsafe { two_texts(fcinfo) };
+    jaccard_of(a, b)
+}
+
+/// `simhash_lsh_min_jaccard()`: what [`jaccard_of`] a candidate only the
+/// second source found must reach ([`simhash_core::lsh::MIN_JACCARD`]).
+#[pg_extern(immutable, parallel_safe, sql = false)]
+fn simhash_lsh_min_jaccard() -> f64 {
+    simhash_core::lsh::MIN_JACCARD
+}
+
 /// `simhash_lsh_min_shared()`: the bands two texts must share to be a
 /// candidate of the second source ([`simhash_core::lsh::MIN_SHARED_BANDS`]).
 #[pg_extern(immutable, parallel_safe, sql = false)]
@@ -212,6 +244,7 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
     let by_fingerprint = e.distance.is_some_and(|d| d as i32 <= k);
     let shared = shared_bands_of(a.as_bytes(), b.as_bytes());
     let by_keys = shared >= simhash_core::lsh::MIN_SHARED_BANDS && e.distance.is_some();
+    let jaccard = jaccard_of(a.as_bytes(), b.as_bytes());
     let candidate = match (by_fingerprint, by_keys) {
         (true, true) => Some("both"),
         (true, false) => Some("fingerprint"),
@@ -228,6 +261,7 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
         "k": k,
         "threshold": threshold,
         "lsh_bands_shared": shared,
+        "jaccard": jaccard,
         "candidate": candidate,
         "near_duplicate": near,
         "fingerprint_a": hex(e.fingerprints.0),

@@ -58,17 +58,20 @@ EXPLAIN (COSTS OFF)
 SELECT id FROM news
  WHERE (fp <~> simhash('a text to look for') <= 11
         OR (body_lsh && simhash_lsh('a text to look for')
-            AND simhash_lsh_shared(body_lsh, simhash_lsh('a text to look for')) >= simhash_lsh_min_shared()))
+            AND simhash_jaccard(body, 'a text to look for') >= simhash_lsh_min_jaccard()))
    AND simhash_similarity(body, 'a text to look for') >= 0.82;
 RESET enable_seqscan;
 SELECT array_agg(n.id) AS rule_of_record
   FROM news n, lsh_query
  WHERE (n.fp <~> simhash(q) <= 11
-        OR (n.body_lsh && simhash_lsh(q) AND simhash_lsh_shared(n.body_lsh, simhash_lsh(q)) >= simhash_lsh_min_shared()))
+        OR (n.body_lsh && simhash_lsh(q) AND simhash_jaccard(n.body, q) >= simhash_lsh_min_jaccard()))
    AND simhash_similarity(n.body, q) >= 0.82;
--- A candidate of the second source shares at least simhash_lsh_min_shared()
--- bands: one shared band is chance between texts on one subject.
-SELECT simhash_lsh_min_shared() AS min_shared,
+-- A candidate only the keys found must also reach the 5-gram Jaccard
+-- simhash_lsh_min_jaccard(): two long texts on one subject share a key
+-- now and then and contain each other's trigrams, not their 5-grams.
+SELECT simhash_lsh_min_shared() AS min_shared, simhash_lsh_min_jaccard() AS min_jaccard,
+       simhash_jaccard(n.body, q) >= simhash_lsh_min_jaccard() AS copy_reaches_it,
+       round(simhash_jaccard('The harbour master counted the boats.', 'The harbour master counted the boats. And more words after it, many more.')::numeric, 3) AS contained_is_not_jaccard,
        simhash_lsh_shared(simhash_lsh(n.body), simhash_lsh(q)) >= simhash_lsh_min_shared() AS copy_shares_enough,
        simhash_lsh_shared('{1,2,3}', '{1,5,3}') AS place_by_place,
        simhash_lsh_shared('{1,2,3}', '{3,1,2}') AS moved_keys_do_not_count
