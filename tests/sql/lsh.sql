@@ -182,3 +182,29 @@ SELECT count(*) FROM simhash_add_bands('news_l2', 'fp', '4x16');
 INSERT INTO news_l2 (id, body) SELECT id, body FROM news_plain WHERE id < 1000;
 SELECT * FROM simhash_insert_new('news_l2', 'batch', 11, 'id', text_col => 'body', threshold => 0.82);
 DROP TABLE news, news_plain, news_c, news_c2, news_p, news_l, news_l2, batch, batch_skips;
+
+-- Bad input: NULL, empty, featureless, shorter than a 5-gram, mixed
+-- scripts, not UTF-8 in the database's sense (a NUL cannot be text); and
+-- 50 MB texts, cancelled within 1.5 s of a 300 ms timeout.
+SELECT simhash_jaccard(NULL, 'a') IS NULL AS strict,
+       simhash_jaccard('', '') AS both_empty, simhash_jaccard('!!', 'x') AS one_empty,
+       simhash_jaccard('ab', 'AB.') AS short_equal, simhash_jaccard('ab', 'abc') AS short_different,
+       round(simhash_jaccard('mixed 北京 text', 'mixed 北京 texts')::numeric, 3) AS mixed_scripts,
+       simhash_lsh_shared(NULL, '{1}') IS NULL AS shared_strict,
+       simhash_lsh_shared('{1,NULL,3}', '{1,NULL,3}') AS nulls_do_not_count,
+       simhash_lsh_shared('{1,2}', '{1,2,3}') AS shorter_array;
+CREATE FUNCTION pg_temp.late(q text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    EXECUTE q;
+    RETURN 'finished';
+EXCEPTION WHEN query_canceled THEN
+    RETURN CASE WHEN clock_timestamp() - t0 < interval '1.5 s' THEN 'cancelled in time'
+                ELSE 'cancelled late: ' || (clock_timestamp() - t0)::text END;
+END $f$;
+CREATE TEMP TABLE big AS SELECT repeat('abcdefghij klmnop ', 3000000) AS a, repeat('abcdefghij klmnoq ', 3000000) AS b;
+SET statement_timeout = '300ms';
+SELECT pg_temp.late('SELECT simhash_jaccard(a, b) FROM big') AS jaccard_50mb;
+SELECT pg_temp.late('SELECT simhash_lsh(a) FROM big') AS lsh_50mb;
+RESET statement_timeout;
+DROP TABLE big;
