@@ -24,7 +24,8 @@
 #
 # Run: bench/lsh_sql.sh [CORPUS]   JSON lines {"id","text"}, gzip'd or not;
 # default ../shared/data/en_docs.jsonl.gz. ROWS=200000, QUERIES=100,
-# GUARDED=2000, REPS=2. Uses the throwaway cluster.
+# GUARDED=2000, REPS=2, WORKERS (parallel workers per query; default the
+# server's setting). Uses the throwaway cluster.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -106,7 +107,10 @@ q -c "CREATE TABLE ls_queries AS SELECT id, ls_edit(body, id::int) AS q FROM ls_
 # Custom plans: a generic plan would work out simhash($1) and
 # simhash_lsh($1) again for every candidate row, either way (the subject
 # of another benchmark).
-q -At -c "SET client_min_messages = notice" -c "SET plan_cache_mode = force_custom_plan" -f - 2>&1 <<'SQL' | grep -o 'Q .*' > "$work/query"
+# WORKERS=N: max_parallel_workers_per_gather for the queries (default:
+# the server's).
+q -At -c "SET client_min_messages = notice" -c "SET plan_cache_mode = force_custom_plan" \
+  ${WORKERS:+-c "SET max_parallel_workers_per_gather = $WORKERS"} -f - 2>&1 <<'SQL' | grep -o 'Q .*' > "$work/query"
 DO $$
 DECLARE
     r record;
