@@ -259,11 +259,20 @@ def main() -> int:
 
     # Verification of the fingerprint's candidates by similarity
     # (verify.py), computed by the core's own function.
+    # With "lsh" not skipped, the rule with the second candidate source
+    # (a shared simhash_lsh band key) too.
     if "similarity" not in skip and ours_sigs is not None:
         t = time.time()
         ours_d = next(r.scores for r in results if r.name == "ours")
+        keys = None
+        if "lsh" not in skip:
+            try:
+                keys = systems.lsh_keys(args.binary.parent / "lsh-lines", ps.texts)
+            except systems.Failed as e:
+                failures.append(f"lsh: {e}")
+                print(f"lsh skipped: {e}", file=sys.stderr)
         results += verify.systems(
-            args.binary.parent / "similarity-lines", ps.texts, a, b, ours_d, ours_sigs, ps.samples, near
+            args.binary.parent / "similarity-lines", ps.texts, a, b, ours_d, ours_sigs, ps.samples, near, keys
         )
         print(f"similarity: {time.time() - t:.0f} s", file=sys.stderr)
 

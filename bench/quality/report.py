@@ -64,6 +64,10 @@ class Result:
     curve: dict = field(default_factory=dict)
     # A similarity's one threshold for every group (verify.choose).
     chosen: float | None = None
+    # A verified rule's candidates before verification (verify.py): the
+    # labeled pairs each source makes candidates, and per group the
+    # candidates among all pairs.
+    candidates: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -9,6 +9,9 @@
   lower-cased, word tokens only) with their counts as weights;
 * minhash: PyPI `datasketch` MinHash, 128 permutations, over character
   5-grams (Chinese) or word 3-grams (English) of the lower-cased text;
+* lsh keys: the `lsh-lines` binary of the bench crate, the 32 band keys
+  of `simhash_core::lsh` (what SQL `simhash_lsh()` returns), the second
+  candidate source of the rule of record (see verify.py);
 * clickhouse ngram / word: ClickHouse's `ngramSimHashUTF8` and
   `wordShingleSimHashUTF8` (defaults: 3-grams, 3-word shingles) through
   PyPI `chdb`. They are UInt64 but only the low 32 bits are ever set
@@ -51,6 +54,27 @@ def ours(binary: Path, texts: list[str], flags: list[str]) -> list[int | None]:
     lines = run.stdout.decode().splitlines()
     assert len(lines) == len(texts), (len(lines), len(texts))
     return [None if v == "NULL" else int(v, 16) for v in lines]
+
+
+def lsh_keys(binary: Path, texts: list[str]) -> list[tuple[int, ...] | None]:
+    """Each text's band keys in band order, or None for a text without a
+    word character."""
+    with tempfile.TemporaryFile("w+b") as f:
+        for t in texts:
+            f.write(json.dumps({"text": t}, ensure_ascii=False).encode() + b"\n")
+        f.seek(0)
+        run = subprocess.run([str(binary)], stdin=f, capture_output=True, check=False)
+    if run.returncode != 0:
+        raise Failed(f"{binary.name}: {run.stderr.decode().strip()}")
+    lines = run.stdout.decode().splitlines()
+    assert len(lines) == len(texts), (len(lines), len(texts))
+    return [None if v == "NULL" else tuple(int(x) for x in v.split()) for v in lines]
+
+
+def shares_key(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> bool:
+    """At least one band with the same key, compared band by band as
+    `simhash_core::lsh::shared_bands` compares them."""
+    return a is not None and b is not None and any(x == y for x, y in zip(a, b))
 
 
 # Per-process state of the pool workers: jieba's dictionary is loaded once

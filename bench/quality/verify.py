@@ -26,6 +26,21 @@ condition is there because the labeled negatives alone do not constrain
 a verified rule: they exclude near copies, and no rule within k = 11
 flags one of them at any T measured, while over all pairs a lower T
 does let unrelated pairs through.
+
+The rule of record has a second candidate source (`simhash_core::lsh`,
+SQL `simhash_lsh()`): a pair is a duplicate when (its fingerprints are
+within 11 AND c3 >= T) OR (they are farther apart, the two texts share a
+band key, compared band by band, AND c3 >= T AND j5 >= J_MIN), j5 being
+the product's exact Jaccard of the sets of character 5-grams of the
+normalized stream (`simhash_core::similarity::jaccard`, the measure
+`jaccard` of `similarity-lines`; checked here to equal the experimental
+j5 on every pair computed). That rule is a system of its own (RULE_NAME,
+from the keys `lsh-lines` prints), measured beside the fingerprint-only
+rule on the same pairs: at the fingerprint-only rule's chosen T, at
+STRICT_T, and at its own T chosen the same way. Over all pairs, the pairs
+that share a key are verified too. The earlier form of the rule (a shared
+key verified by c3 alone, "ours (k≤11 ∨ lsh) ∧ c3") and the same
+candidates verified by c4, c5 or j5 alone are kept as prototypes.
 """
 
 from __future__ import annotations
@@ -40,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 import allpairs
+import systems as systems_mod
 from pairs import GROUPS
 from report import NO_SIGNATURE, SAFE_ALL_PAIRS, SIM_CURVE, Result
 
@@ -51,6 +67,19 @@ MEASURES = {
 }
 KS = (7, 9, 11)
 MIN_PRECISION = 0.999
+# The fingerprint's reach in the rule with the second candidate source.
+LSH_K = 11
+# The stricter threshold: an edit of 5% of the characters a copy, 10% not
+# (the README's `SET simhash.similarity_threshold = 0.82`).
+STRICT_T = 0.82
+# The product's default threshold (`simhash.similarity_threshold`), where
+# the rule with the second candidate source is reported first.
+DEFAULT_T = 0.71
+# The key-only candidates' second test: j5 at least this.
+J_MIN = 0.50
+# The product's Jaccard of 5-grams, a column of `similarity-lines`.
+RULE_J = "jaccard"
+RULE_NAME = f"ours k≤{LSH_K} ∧ c3, or key ∧ c3 ∧ j5≥{J_MIN:.2f}"
 
 
 def similarities(binary: Path, texts: list[str], pairs: list[tuple[int, int]], measures: list[str]) -> np.ndarray:
@@ -91,17 +120,44 @@ def candidates(sigs: list, ids: list[int], k: int, near: allpairs.NearCopies) ->
     return out, n * (n - 1) // 2
 
 
-def systems(binary: Path, texts: list[str], a, b, distances: np.ndarray, sigs: list, samples: dict, near) -> list[Result]:
+def lsh_candidates(keys: list, ids: list[int], near: allpairs.NearCopies) -> set[tuple[int, int]]:
+    """The pairs of `ids` that have the same key in a band (systems.shares_key)
+    and are not near copies, as (smaller id, larger id)."""
+    buckets: dict[tuple[int, int], list[int]] = {}
+    for i in ids:
+        for band, key in enumerate(keys[i] or ()):
+            buckets.setdefault((band, key), []).append(i)
+    out = set()
+    for members in buckets.values():
+        for x in range(len(members) - 1):
+            for y in range(x + 1, len(members)):
+                i, j = members[x], members[y]
+                out.add((min(i, j), max(i, j)))
+    return {(i, j) for i, j in out if not near(i, j)}
+
+
+def systems(
+    binary: Path,
+    texts: list[str],
+    a,
+    b,
+    distances: np.ndarray,
+    sigs: list,
+    samples: dict,
+    near,
+    keys: list | None = None,
+) -> list[Result]:
     """Every measure alone and with each k, as Results of kind
     "similarity" (all marked prototypes; `choose_default` promotes the
-    chosen rule)."""
+    chosen rule); with `keys` (systems.lsh_keys), the rule with the second
+    candidate source too."""
     t0 = time.time()
     cands = {g: candidates(sigs, ids, max(KS), near) for g, ids in samples.items()}
     pairs = list(zip(a.tolist(), b.tolist()))
     labeled = len(pairs)
     for g in samples:
         pairs += [(i, j) for i, j, _ in cands[g][0]]
-    sims = similarities(binary, texts, pairs, list(MEASURES))
+    sims = similarities(binary, texts, pairs, list(MEASURES) + [RULE_J])
     seconds = time.time() - t0
     results = []
     for m_i, (m, note) in enumerate(MEASURES.items()):
@@ -123,6 +179,89 @@ def systems(binary: Path, texts: list[str], a, b, distances: np.ndarray, sigs: l
                 at += len(found)
                 r.all_pairs[g] = {t: (int((cs >= t).sum()) if len(cs) else 0, total) for t in SIM_CURVE}
             results.append(r)
+    if keys is not None:
+        results.extend(_with_lsh(binary, texts, a, b, distances, sigs, samples, near, keys, cands, sims, labeled, seconds))
+    return results
+
+
+def _with_lsh(binary, texts, a, b, distances, sigs, samples, near, keys, cands, sims, labeled, seconds) -> list[Result]:
+    """The rule of record (RULE_NAME: see the module's documentation);
+    as prototypes, its earlier form (distance <= LSH_K OR a shared band
+    key) AND c3 >= T, and the same with each alternative measure (to tell
+    whether the measure or the candidates decide)."""
+    t0 = time.time()
+    c3, j5, jr = list(MEASURES).index("c3"), list(MEASURES).index("j5"), len(MEASURES)
+    width = len(MEASURES) + 1
+    fp = (distances <= LSH_K) & (distances < NO_SIGNATURE)
+    shared = np.array([systems_mod.shares_key(keys[i], keys[j]) for i, j in zip(a.tolist(), b.tolist())], dtype=bool)
+    # Over all pairs: the fingerprint's candidates (their similarities are
+    # known) and the pairs that only share a key (computed now).
+    at = labeled
+    known: dict[str, dict[tuple[int, int], np.ndarray]] = {}
+    extra: dict[str, list[tuple[int, int]]] = {}
+    for g, ids in samples.items():
+        found, _ = cands[g]
+        known[g] = {(min(i, j), max(i, j)): sims[at + n] for n, (i, j, d) in enumerate(found) if d <= LSH_K}
+        at += len(found)
+        extra[g] = sorted(lsh_candidates(keys, ids, near) - known[g].keys())
+    todo = [p for g in samples for p in extra[g]]
+    more = similarities(binary, texts, todo, list(MEASURES) + [RULE_J]) if todo else np.zeros((0, width))
+    per_group = {}
+    at = 0
+    for g, ids in samples.items():
+        rows = list(known[g].values()) + list(more[at : at + len(extra[g])])
+        at += len(extra[g])
+        have = sum(1 for i in ids if sigs[i] is not None or keys[i] is not None)
+        per_group[g] = (np.array(rows).reshape(-1, width), len(known[g]), have * (have - 1) // 2)
+    # The product's Jaccard against the experimental j5, on every pair.
+    every = np.vstack([sims, more])
+    j5_check = (len(every), float(np.abs(every[:, jr] - every[:, j5]).max()) if len(every) else 0.0)
+    seconds += time.time() - t0
+    results = []
+    # The rule of record.
+    key_only = ~fp & shared & (sims[:labeled, jr] >= J_MIN)
+    r = Result(
+        RULE_NAME,
+        "similarity",
+        np.where(fp | key_only, sims[:labeled, c3], -1.0),
+        seconds,
+        note=f"version 3 within {LSH_K}, or farther with the same simhash_lsh key in a band and j5 ≥ {J_MIN:.2f}, "
+        "verified by c3",
+    )
+    for g in samples:
+        cs, n_known, total = per_group[g]
+        score = np.where((np.arange(len(cs)) < n_known) | (cs[:, jr] >= J_MIN), cs[:, c3], -1.0)
+        r.all_pairs[g] = {t: (int((score >= t).sum()), total) for t in SIM_CURVE}
+    r.candidates = {
+        "fingerprint": fp,
+        "lsh": shared,
+        "key and j5": ~fp & shared & (sims[:labeled, jr] >= J_MIN),
+        "all pairs": {
+            g: (
+                per_group[g][1],
+                per_group[g][1] + len(extra[g]),
+                per_group[g][1] + int((per_group[g][0][per_group[g][1] :, jr] >= J_MIN).sum()),
+                per_group[g][2],
+            )
+            for g in samples
+        },
+        "j5 check": j5_check,
+    }
+    results.append(r)
+    # The earlier form and the alternative measures.
+    for m_i, (m, note) in enumerate(MEASURES.items()):
+        r = Result(
+            f"ours (k≤{LSH_K} ∨ lsh) ∧ {m}",
+            "similarity",
+            np.where(fp | shared, sims[:labeled, m_i], -1.0),
+            seconds,
+            note=f"version 3 within {LSH_K} or the same simhash_lsh key in a band, verified by {note}",
+            prototype=True,
+        )
+        for g in samples:
+            cs, _, total = per_group[g]
+            r.all_pairs[g] = {t: (int((cs[:, m_i] >= t).sum()), total) for t in SIM_CURVE}
+        results.append(r)
     return results
 
 
@@ -150,13 +289,20 @@ def _meets(x) -> bool:
 def choose_default(results: list[Result]) -> Result | None:
     """Sets each similarity system's `chosen` threshold; promotes the best
     rule of the definition's measure (and the measure alone) to the main
-    tables; returns that rule."""
+    tables; returns that rule.
+
+    The rule with the second candidate source is in the main tables too,
+    at the chosen rule's T (the threshold is the product's setting, the
+    same whatever finds the candidates); its own T, chosen the same way,
+    is kept as `candidates["own T"]`."""
     best = None
     for r in results:
         if r.kind != "similarity":
             continue
         r.chosen, ok, worst = choose(r)
-        if r.name.startswith("ours") and r.name.endswith("c3"):
+        if r.candidates:
+            r.prototype = False
+        elif r.name.startswith("ours") and r.name.endswith("c3") and "lsh" not in r.name:
             if best is None or (ok, worst) > best[0]:
                 best = ((ok, worst), r)
         if r.name == "c3 alone":
@@ -164,7 +310,29 @@ def choose_default(results: list[Result]) -> Result | None:
     if best is None:
         return None
     best[1].prototype = False
+    for r in results:
+        if r.candidates:
+            r.candidates["own T"] = r.chosen
+            r.chosen = best[1].chosen
     return best[1]
+
+
+def _metric_rows(points, fields) -> list[list[str]]:
+    """One table row per group and (label, result, threshold) of `points`:
+    the group (on its first row), the label, `fields` in %, and the
+    all-pairs false matches per million."""
+    from report import _pct, _ppm
+
+    rows = []
+    for g in GROUPS:
+        for i, (label, r, t) in enumerate(points):
+            x = r.curve[g][t]
+            rows.append(
+                [f"{g[0]} {g[1]}" if i == 0 else "", label]
+                + [_pct(getattr(x, f)) for f in fields]
+                + [_ppm(x.fpr_all)]
+            )
+    return rows
 
 
 def section(results: list[Result], chosen: Result | None, m=None) -> list[str]:
@@ -230,15 +398,7 @@ def section(results: list[Result], chosen: Result | None, m=None) -> list[str]:
     if "c3 alone" in by_name:
         c3 = by_name["c3 alone"]
         points.append((f"c3 alone ≥ {c3.chosen}", c3, c3.chosen))
-    rows = []
-    for g in GROUPS:
-        for i, (label, r, t) in enumerate(points):
-            x = r.curve[g][t]
-            rows.append(
-                [f"{g[0]} {g[1]}" if i == 0 else "", label]
-                + [_pct(v) for v in (x.recall, x.precision, x.f1, x.fpr_random, x.fpr_hard)]
-                + [_ppm(x.fpr_all)]
-            )
+    rows = _metric_rows(points, ("recall", "precision", "f1", "fpr_random", "fpr_hard"))
     out += [
         table(
             ["group", "system", "recall", "precision", "F1", "FPR random", "FPR hard", "all pairs: false per 10⁶"],
@@ -247,6 +407,10 @@ def section(results: list[Result], chosen: Result | None, m=None) -> list[str]:
         ),
         "",
     ]
+    lsh = next((r for r in sims if r.candidates), None)
+    if lsh is not None and m is not None:
+        earlier = by_name.get(f"ours (k≤{LSH_K} ∨ lsh) ∧ c3")
+        out += lsh_section(lsh, chosen, by_name.get("minhash"), m, earlier)
     c3 = by_name.get("c3 alone")
     if m is not None and c3 is not None:
         out += [
@@ -265,4 +429,92 @@ def section(results: list[Result], chosen: Result | None, m=None) -> list[str]:
                 row.append(f"{np.median(s):.2f} / {np.percentile(s, 10):.2f}" if len(s) else "–")
             rows.append(row)
         out += [table(["edit"] + [f"{g[0]} {g[1]}" for g in GROUPS], rows, "l" + "r" * len(GROUPS)), ""]
+    return out
+
+
+def lsh_section(lsh: Result, rule: Result, minhash: Result | None, m, earlier: Result | None = None) -> list[str]:
+    """The Markdown of "The rule with the second candidate source": the
+    rule of record beside the fingerprint-only rule and MinHash at its
+    chosen J, at the chosen T and at STRICT_T; the earlier form of the
+    rule (a shared key verified by c3 alone); the candidates of each
+    source before verification."""
+    from report import _pct, _ppm, table
+
+    t0 = DEFAULT_T
+    j = choose(minhash)[0] if minhash is not None else None
+
+    def rows_at(points) -> list[list[str]]:
+        return _metric_rows(points, ("f1", "recall", "precision", "fpr_random", "fpr_hard"))
+
+    head = ["group", "system", "F1", "recall", "precision", "FPR random", "FPR hard", "all pairs: false per 10⁶"]
+    main = [(f"{rule.name} ≥ {t0}", rule, t0), (f"{lsh.name} ≥ {t0}", lsh, t0)]
+    if minhash is not None:
+        main.append((f"minhash J ≥ {j}", minhash, j))
+    strict = [(f"{rule.name} ≥ {STRICT_T}", rule, STRICT_T), (f"{lsh.name} ≥ {STRICT_T}", lsh, STRICT_T)]
+    others = []
+    own = lsh.candidates.get("own T", t0)
+    if own not in (t0, STRICT_T):
+        others.append((f"{lsh.name} ≥ {own} (its own T)", lsh, own))
+    if earlier is not None:
+        others += [(f"{earlier.name} ≥ {t} (earlier form)", earlier, t) for t in (t0, STRICT_T)]
+    n_check, diff = lsh.candidates["j5 check"]
+    fp, key, kj = lsh.candidates["fingerprint"], lsh.candidates["lsh"], lsh.candidates["key and j5"]
+    crow = []
+    for g in GROUPS:
+        row = [f"{g[0]} {g[1]}"]
+        for mask in (m.pos, m.hard, m.random):
+            gm = m.group[g] & mask
+            n = gm.sum()
+            row += [_pct(float((c & gm).sum() / n)) if n else "–" for c in (fp, key, kj)]
+        within, either, passing, total = lsh.candidates["all pairs"][g]
+        row += [_ppm(x / total) if total else "–" for x in (within, either, passing)]
+        crow.append(row)
+    out = [
+        "### The rule with the second candidate source",
+        "",
+        f"The rule of record: a pair is a near-duplicate when (the fingerprints are within {LSH_K} AND c3 ≥ T) "
+        f"OR (they are farther apart AND the texts have the same key in at least one of the 32 bands of "
+        "`simhash_core::lsh`, SQL `simhash_lsh()`, printed by `lsh-lines`, compared band by band, AND c3 ≥ T "
+        f"AND j5 ≥ {J_MIN:.2f}), j5 being `simhash_core::similarity::jaccard` (exact Jaccard of the sets of "
+        f"character 5-grams of the normalized stream, the measure `jaccard` of `similarity-lines`; on the "
+        f"{n_check:,} pairs computed it differs from the experimental j5 by at most {diff:g}). "
+        f"Beside the fingerprint-only rule and MinHash at its J chosen by the same criterion; first at the "
+        f"default T ({t0}"
+        + (f"; the fingerprint-only rule's T chosen by the criterion above is {rule.chosen}" if rule.chosen != t0 else ", the T chosen by the criterion above")
+        + f"), then at {STRICT_T} (an edit of 5% of the characters a copy, 10% not). All pairs: "
+        "the pairs that share a key are verified too.",
+        "",
+        table(head, rows_at(main), "ll" + "r" * 6),
+        "",
+        f"At T = {STRICT_T}:",
+        "",
+        table(head, rows_at(strict), "ll" + "r" * 6),
+        "",
+    ]
+    if others:
+        out += [
+            "For comparison: "
+            + ("the rule at its own T chosen by the same criterion; " if own not in (t0, STRICT_T) else "")
+            + "its earlier form, which verified a shared key by c3 alone (no j5 test): on long English texts, "
+            "addresses on one subject (State of the Union) share a key and a containment of trigrams of 0.8 "
+            "to 0.94, and pass it.",
+            "",
+            table(head, rows_at(others), "ll" + "r" * 6),
+            "",
+        ]
+    out += [
+        "Candidates before verification, percent of the labeled pairs of each kind: within "
+        f"{LSH_K} (fingerprint), sharing a key (key), past {LSH_K} sharing a key with j5 ≥ {J_MIN:.2f} "
+        "(key ∧ j5); all pairs (near copies left out), per 10⁶: within the distance, either source (the "
+        f"rows a query verifies), and within the distance or key ∧ j5 (the pairs c3 is left to decide).",
+        "",
+        table(
+            ["group"]
+            + [f"{k}: {s}" for k in ("positives", "hard", "random") for s in ("fingerprint", "key", "key ∧ j5")]
+            + ["all pairs per 10⁶: fingerprint", "all pairs per 10⁶: either", "all pairs per 10⁶: fp or key ∧ j5"],
+            crow,
+            "l" + "r" * 12,
+        ),
+        "",
+    ]
     return out

@@ -11,7 +11,10 @@
 //! `--measures` lists the measures (default `c3`): `cN` is the weighted
 //! containment of character N-grams (`c3` is the definition), `jN` the
 //! Jaccard of the sets of N-grams; N from 1 to 6. Anything but `c3` is an
-//! experiment ([`simhash_core::similarity::similarity_measured`]).
+//! experiment ([`simhash_core::similarity::similarity_measured`]), except
+//! `jaccard`: the product's Jaccard of 5-grams
+//! ([`simhash_core::similarity::jaccard`]), the second test of the key-only
+//! candidates, which should equal `j5`.
 //!
 //! ```text
 //! fingerprint-lines ... ; similarity-lines --texts texts.jsonl --measures c3,c5,j5 < pairs.txt
@@ -21,15 +24,30 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Deserialize;
-use simhash_core::similarity::{similarity_measured, Measure, MeasureKind};
+use simhash_core::similarity::{jaccard, similarity_measured, Measure, MeasureKind};
 
 #[derive(Deserialize)]
 struct Doc {
     text: Option<String>,
 }
 
+/// A measure of the command line: an experimental one, or the product's
+/// Jaccard.
+#[derive(Clone, Copy)]
+enum Column {
+    Measured(Measure),
+    Jaccard,
+}
+
+fn parse_column(s: &str) -> Result<Column, String> {
+    if s == "jaccard" {
+        return Ok(Column::Jaccard);
+    }
+    parse_measure(s).map(Column::Measured)
+}
+
 fn parse_measure(s: &str) -> Result<Measure, String> {
-    let bad = || format!("unknown measure {s:?}: cN or jN, N from 1 to 6");
+    let bad = || format!("unknown measure {s:?}: cN or jN, N from 1 to 6, or jaccard");
     let kind = match s.get(..1) {
         Some("c") => MeasureKind::Containment,
         Some("j") => MeasureKind::Jaccard,
@@ -44,7 +62,7 @@ fn parse_measure(s: &str) -> Result<Measure, String> {
 
 fn run() -> Result<(), String> {
     let mut texts_path = None;
-    let mut measures = vec![Measure::DEFINITION];
+    let mut measures = vec![Column::Measured(Measure::DEFINITION)];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or(format!("{a} needs a value"));
@@ -53,7 +71,7 @@ fn run() -> Result<(), String> {
             "--measures" => {
                 measures = value()?
                     .split(',')
-                    .map(parse_measure)
+                    .map(parse_column)
                     .collect::<Result<_, _>>()?
             }
             _ => return Err(format!("unknown option {a:?}")),
@@ -84,7 +102,11 @@ fn run() -> Result<(), String> {
             if k > 0 {
                 row.push('\t');
             }
-            row.push_str(&format!("{:.6}", similarity_measured(a, b, m)));
+            let v = match m {
+                Column::Measured(m) => similarity_measured(a, b, m),
+                Column::Jaccard => jaccard(a, b),
+            };
+            row.push_str(&format!("{v:.6}"));
         }
         writeln!(out, "{row}").map_err(|e| format!("writing standard output: {e}"))?;
     }
