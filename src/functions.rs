@@ -68,6 +68,93 @@ fn fingerprint(version: Version, text: &[u8]) -> Option<i64> {
         Err(BytesError::Interrupted) => unreachable!("never interrupted"),
     };
     MEMO.with(|memo| memo.keep(version, text, fp));
+    #[cfg(any(test, feature = "pg_test"))]
+    COMPUTED.with(|n| n.set(n.get() + 1));
+    fp
+}
+
+// Fingerprints this backend computed (for the tests: a generic plan's
+// `simhash($1)` is computed once per execution, not once per row).
+#[cfg(any(test, feature = "pg_test"))]
+thread_local! {
+    static COMPUTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many fingerprints this backend has computed (for the tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn fingerprints_computed() -> u64 {
+    COMPUTED.with(Cell::get)
+}
+
+/// The longest text whose fingerprint a call site keeps ([`CallMemo`]).
+const CALL_MEMO_MAX_BYTES: usize = 16 << 20;
+
+/// Marks a call site's `fn_extra` as a [`CallMemo`].
+const CALL_MEMO_MAGIC: u32 = 0x5348_4d31;
+
+/// The last fingerprint a call site computed, with the text it came from,
+/// in the call site's own memory (`fn_mcxt`, freed with the expression).
+///
+/// Where the argument is a constant or a query parameter (`simhash($1)` in
+/// a prepared statement), PostgreSQL evaluates the call once per row that
+/// reaches it: in a generic plan, once per candidate row of the band
+/// indexes. Kept here, the fingerprint is computed once per execution and
+/// every other row compares the text with the one kept (a memcmp, at
+/// memory speed, where the fingerprint runs at a few hundred MB/s).
+/// The text is always compared: the same expression is evaluated again
+/// with other parameter values (PL/pgSQL keeps a simple expression's state
+/// for the whole transaction), and a different text is computed anew.
+#[repr(C)]
+struct CallMemo {
+    magic: u32,
+    version: Version,
+    fp: Option<i64>,
+    len: usize,
+    bytes: *mut u8,
+}
+
+/// The fingerprint of the call's text argument under `version`, kept at
+/// the call site when the argument cannot change between rows.
+///
+/// # Safety
+/// `fcinfo` is the call's own, of a strict function of one `text`
+/// argument.
+unsafe fn fingerprint_of_arg(fcinfo: pg_sys::FunctionCallInfo, version: Version) -> Option<i64> {
+    let text = text_arg(fcinfo);
+    let flinfo = (*fcinfo).flinfo;
+    if flinfo.is_null()
+        || text.len() > CALL_MEMO_MAX_BYTES
+        || !pg_sys::get_fn_expr_arg_stable(flinfo, 0)
+    {
+        return fingerprint(version, text);
+    }
+    let mut memo = (*flinfo).fn_extra.cast::<CallMemo>();
+    if !memo.is_null() && (*memo).magic == CALL_MEMO_MAGIC && (*memo).version == version {
+        let kept = std::slice::from_raw_parts((*memo).bytes, (*memo).len);
+        if kept == text {
+            return (*memo).fp;
+        }
+    }
+    let fp = fingerprint(version, text);
+    if memo.is_null() {
+        memo = pg_sys::MemoryContextAllocZero((*flinfo).fn_mcxt, std::mem::size_of::<CallMemo>())
+            .cast::<CallMemo>();
+    } else if (*memo).magic != CALL_MEMO_MAGIC {
+        // Someone else's state: leave it alone.
+        return fp;
+    } else if !(*memo).bytes.is_null() {
+        pg_sys::pfree((*memo).bytes.cast());
+    }
+    let bytes = pg_sys::MemoryContextAlloc((*flinfo).fn_mcxt, text.len().max(1)).cast::<u8>();
+    std::ptr::copy_nonoverlapping(text.as_ptr(), bytes, text.len());
+    memo.write(CallMemo {
+        magic: CALL_MEMO_MAGIC,
+        version,
+        fp,
+        len: text.len(),
+        bytes,
+    });
+    (*flinfo).fn_extra = memo.cast();
     fp
 }
 
@@ -206,7 +293,7 @@ unsafe fn text_arg<'a>(fcinfo: pg_sys::FunctionCallInfo) -> &'a [u8] {
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
     // SAFETY: a strict function of one text argument, called by PostgreSQL.
-    fingerprint(Version::V1, unsafe { text_arg(fcinfo) })
+    unsafe { fingerprint_of_arg(fcinfo, Version::V1) }
 }
 
 /// `simhash(text)` of extension 0.2, `simhash_v2(text)` from 0.3 on:
@@ -214,14 +301,14 @@ fn simhash_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_v2_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
     // SAFETY: a strict function of one text argument, called by PostgreSQL.
-    fingerprint(Version::V2, unsafe { text_arg(fcinfo) })
+    unsafe { fingerprint_of_arg(fcinfo, Version::V2) }
 }
 
 /// `simhash(text)` from extension 0.3 on: definition version 3.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_v3_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<i64> {
     // SAFETY: a strict function of one text argument, called by PostgreSQL.
-    fingerprint(Version::V3, unsafe { text_arg(fcinfo) })
+    unsafe { fingerprint_of_arg(fcinfo, Version::V3) }
 }
 
 /// The rows of `simhash_features*`: at most

@@ -46,6 +46,58 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_generic_plan_fingerprints_its_parameter_once_per_execution() {
+        // A generic plan keeps simhash($1) as a call that the executor
+        // evaluates for every row that reaches it (here all 2,000, by a
+        // scan): computed once an execution, not once a row.
+        Spi::run(
+            "CREATE TABLE generic_t AS SELECT i AS id, \
+                 (CASE WHEN i % 2 = 0 THEN '0000000000000000' ELSE 'ffffffffffffffff' END)::simhash64 AS fp \
+               FROM generate_series(1, 2000) i; \
+             SET plan_cache_mode = force_generic_plan; \
+             PREPARE generic_q(text) AS SELECT count(*) FROM generic_t WHERE fp <~> simhash($1) <= 3",
+        )
+        .expect("the set-up runs");
+        let before = crate::functions::fingerprints_computed();
+        for text in [
+            "a first query text",
+            "a second, different one",
+            "a first query text",
+        ] {
+            let count = Spi::get_one_with_args::<i64>(
+                "SELECT count(*) FROM generic_t WHERE fp <~> simhash($1) <= 64",
+                &[text.into()],
+            );
+            assert_eq!(count, Ok(Some(2000)));
+            Spi::run(&format!("EXECUTE generic_q('{text}')")).expect("the execution runs");
+        }
+        let computed = crate::functions::fingerprints_computed() - before;
+        assert!(
+            computed <= 6,
+            "{computed} fingerprints for 6 executions of 2,000 rows"
+        );
+    }
+
+    #[pg_test]
+    fn a_plpgsql_expression_kept_across_values_fingerprints_each_value() {
+        // PL/pgSQL keeps a simple expression's state for the whole
+        // transaction and evaluates it again with other values of its
+        // variables: what a call site keeps must not outlive its text.
+        Spi::run(
+            "CREATE TABLE plpgsql_t AS SELECT i, simhash('text number ' || i || ' of many') AS h \
+               FROM generate_series(1, 50) i; \
+             DO $$ DECLARE r record; t text; BEGIN \
+               FOR r IN SELECT * FROM plpgsql_t ORDER BY i LOOP \
+                 t := 'text number ' || r.i || ' of many'; \
+                 IF simhash(t) IS DISTINCT FROM r.h THEN \
+                   RAISE EXCEPTION 'simhash(%) is %, not %', t, simhash(t), r.h; \
+                 END IF; \
+               END LOOP; END $$",
+        )
+        .expect("every value gets its own fingerprint");
+    }
+
+    #[pg_test]
     fn an_error_in_a_generated_column_leaves_the_memo_disarmed() {
         // The guard arms the memo while it evaluates the generated column's
         // expression; an error there must not leave it armed for the rest
