@@ -22,6 +22,9 @@ started=$SECONDS
 log "cargo fmt --check"
 cargo fmt --all --check
 
+log "the manual: README.md's length, commit hashes, links, Reference (scripts/lint_docs.py)"
+python3 "$ROOT/scripts/lint_docs.py"
+
 log "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --features pg_test -- -D warnings
 
@@ -106,6 +109,8 @@ for v in $PG_VERSIONS; do
     "$ROOT/scripts/install.sh"
     "$ROOT/scripts/cluster.sh" start
     "$ROOT/scripts/regress.sh"
+    log "PostgreSQL $v: the README's examples (tests/readme.sh)"
+    "$ROOT/tests/readme.sh"
     log "PostgreSQL $v: concurrent ingest through the near-unique trigger"
     "$ROOT/tests/concurrency.sh"
     log "PostgreSQL $v: concurrent loads at every isolation level"
