@@ -52,7 +52,7 @@ awk -v dir="$work" '
 ' "$readme"
 [ -s "$work/list" ] || die "no sql blocks in $readme"
 
-psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB ENCODING 'UTF8' TEMPLATE template0" >/dev/null
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB ENCODING 'UTF8' TEMPLATE template0" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$ROOT/tests/readme/fixture.sql" >/dev/null
 
 ran=0 skipped=0
