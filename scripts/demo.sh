@@ -13,10 +13,16 @@
 #                              decompressed first)
 #
 # Steps: set-up, build and install, (re)start the cluster, load the corpus
-# into the database simhash_demo, plant 200 lightly edited copies, fingerprint
-# everything, then report how many copies were found and which natural
-# near-duplicates the corpus holds (the SQL is in scripts/demo.sql), and
-# write a review page of the table (simhash_review: histograms of the
+# into the database simhash_demo, plant 240 lightly edited copies in the
+# script of their documents (ideographs replaced, inserted and deleted in
+# Chinese text, with a Chinese footer; letters and words in alphabetic
+# text, with an English footer), fingerprint everything, add the second
+# source of candidates (simhash_add_lsh), then report, per kind of edit,
+# the share of copies within distance 3, 7 and 11 of their original and
+# the share the rule of record finds (simhash_similarity verifying the
+# candidates of the fingerprint, and of both sources), and which natural
+# near-duplicates the corpus holds (the SQL is in scripts/demo.sql; what
+# the report says: docs/demo.md), and write a review page of the table (simhash_review: histograms of the
 # candidates' distances and similarities, sample pairs side by side) to
 # target/demo/review.html, or to $SIMHASH_DEMO_REVIEW. The
 # database belongs to the demo: its tables and the extension are dropped
@@ -29,6 +35,9 @@
 #                                 when re-running the demo after a build
 #   SIMHASH_DEMO_REVIEW=FILE      where to write the review page (default
 #                                 target/demo/review.html in the checkout)
+#   SIMHASH_DEMO_LSH=0            leave out the second source of candidates
+#                                 (simhash_add_lsh): the report then has the
+#                                 rule of record of the fingerprint alone
 #   SIMHASH_PGPORT, SIMHASH_PGDATA  passed on to cluster.sh
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -42,7 +51,7 @@ REVIEW=${SIMHASH_DEMO_REVIEW:-$ROOT/target/demo/review.html}
 # Check a user corpus before the slow steps, and name it in full from here on.
 corpus=${1:-}
 if [ -n "$corpus" ]; then
-    [ -f "$corpus" ] && [ -r "$corpus" ] || die "cannot read corpus file: $corpus"
+    if [ ! -f "$corpus" ] || [ ! -r "$corpus" ]; then die "cannot read corpus file: $corpus"; fi
     corpus=$(cd "$(dirname "$corpus")" && pwd)/$(basename "$corpus")
 fi
 
@@ -182,7 +191,9 @@ psql_at "$DB" -c "DROP TABLE demo_raw"
 # 3 to 5. Edited copies, fingerprints and the report (scripts/demo.sql).
 # ---------------------------------------------------------------------------
 log "planting edited copies, fingerprinting, looking for near-duplicates"
-psql_at "$DB" -f "$ROOT/scripts/demo.sql"
+lsh=1
+[ "${SIMHASH_DEMO_LSH:-1}" != 0 ] || lsh=0
+psql_at "$DB" -v lsh="$lsh" -f "$ROOT/scripts/demo.sql"
 
 # ---------------------------------------------------------------------------
 # 6. A review page of the table: the band indexes find each sampled row's
@@ -204,7 +215,8 @@ cat <<EOF
 The review page of demo_docs (choose k and the similarity threshold on it):
     file://$REVIEW
 The cluster is still running; the database $DB holds demo_docs
-(id, body, copy_of, edit, fp) with band indexes. To explore it:
+(id, body, copy_of, edit, fp, and body_lsh unless SIMHASH_DEMO_LSH=0)
+with band indexes. To explore it:
     eval "\$(scripts/cluster.sh env)"; psql $DB
 To stop the cluster:
     scripts/cluster.sh stop
