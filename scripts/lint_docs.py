@@ -132,15 +132,6 @@ def check_readme(path):
                 fail(path, candidates[tok], f"a commit hash: {tok}")
 
 
-# The internal steps being renamed to carry the `_simhash_` prefix: not to
-# be named in the README under their old names. Drop this list once
-# sql/simhash.sql has the new names.
-RENAMING = set("""simhash_batch_order simhash_batch_skips simhash_bucket_keys
-simhash_bucket_links simhash_join_links simhash_latest_rows simhash_load_scans
-simhash_near_pairs simhash_one_statement simhash_skipped_in_order
-simhash_table_rows simhash_xid_unseen simhash_setting_threshold""".split())
-
-
 def check_reference(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -171,11 +162,6 @@ def check_reference(path):
 
     for name in sorted(names):
         if name.startswith("_"):
-            continue
-        if name in RENAMING:
-            if re.search(r"(?<![A-Za-z0-9_])" + name + r"\b", text):
-                fail(path, 1, f"{name} is an internal step (being renamed _{name}): "
-                              "not user API, keep it out of the README")
             continue
         if not named(name):
             fail(path, 1, f"the Reference does not name the function {name}")

@@ -37,7 +37,7 @@ DECLARE
     cap CONSTANT integer := 100;
     cut CONSTANT integer := 2000;
     verify_k integer := coalesce(nullif(current_setting('simhash.verify_k', true), '')::integer, 11);
-    threshold double precision := @extschema@.simhash_setting_threshold();
+    threshold double precision := @extschema@._simhash_setting_threshold();
     relkind "char";
     fp_type oid;
     text_type oid;

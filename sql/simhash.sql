@@ -3,6 +3,13 @@
 -- Every Rust entry point is declared here by hand (the Rust side exports
 -- `<name>_wrapper` symbols and generates no SQL of its own), so this file
 -- is the whole contract: read it top to bottom.
+--
+-- Stable: every function whose name starts with `simhash` or `hamming`,
+-- the type, the operators and the casts (the README's Reference). A name
+-- that starts with `_simhash_` is an internal step of another function
+-- (the load's, clustering's): callable, so that the SQL bodies here can
+-- call it with the caller's rights, but not part of the interface, and
+-- it may change or go in any release.
 
 ---------------------------------------------------------------------------
 -- The simhash64 type: 8 bytes, passed by value, the bits of a bigint.
@@ -331,7 +338,7 @@ CREATE FUNCTION simhash_layout_for(rows double precision) RETURNS text
 
 -- About how many rows a table has: its statistics (reltuples, summed over
 -- the leaf partitions), or a count(*) where it was never analyzed.
-CREATE FUNCTION simhash_table_rows(tbl regclass) RETURNS double precision
+CREATE FUNCTION _simhash_table_rows(tbl regclass) RETURNS double precision
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
 AS $$
@@ -492,7 +499,7 @@ BEGIN
             EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
             n_rows := n_rows / shards;
         ELSE
-            n_rows := @extschema@.simhash_table_rows(tbl);
+            n_rows := @extschema@._simhash_table_rows(tbl);
         END IF;
         wanted := ARRAY[@extschema@.simhash_layout_for(coalesce(n_rows, 0))];
     ELSE
@@ -782,7 +789,7 @@ BEGIN
             RAISE EXCEPTION 'column "%" of relation % is of type %, not text', text_col, tbl, format_type(text_type, NULL)
                 USING ERRCODE = '42804';
         END IF;
-        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        threshold := coalesce(threshold, @extschema@._simhash_setting_threshold());
         IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
             RAISE EXCEPTION 'simhash_add_guard() similarity threshold must be from 0 to 1, not %', threshold
                 USING ERRCODE = '22023';
@@ -841,14 +848,14 @@ $$;
 -- order would skip for an earlier row of the batch: from the pairs
 -- (later[i], earlier[i]) of neighbours, each skipped row with the first
 -- kept earlier row it matched. For simhash_insert_new.
-CREATE FUNCTION simhash_skipped_in_order(later bigint[], earlier bigint[])
+CREATE FUNCTION _simhash_skipped_in_order(later bigint[], earlier bigint[])
     RETURNS TABLE (skipped bigint, matched bigint)
     AS 'MODULE_PATHNAME', 'simhash_skipped_in_order_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- The pairs within k of a batch (n[i], fp[i]): (later, earlier) by n,
 -- with their distance, found in memory. For simhash_insert_new.
-CREATE FUNCTION simhash_near_pairs(n bigint[], fp bigint[], k integer)
+CREATE FUNCTION _simhash_near_pairs(n bigint[], fp bigint[], k integer)
     RETURNS TABLE (later bigint, earlier bigint, distance integer)
     AS 'MODULE_PATHNAME', 'simhash_near_pairs_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
@@ -858,7 +865,7 @@ CREATE FUNCTION simhash_near_pairs(n bigint[], fp bigint[], k integer)
 -- a row of query (key, fingerprint), the smallest, or of an earlier kept
 -- batch row) and the distance: query is read once against the batch's
 -- first copies held in memory. For simhash_insert_new.
-CREATE FUNCTION simhash_batch_skips(query text, n bigint[], key bigint[], fp bigint[], k integer)
+CREATE FUNCTION _simhash_batch_skips(query text, n bigint[], key bigint[], fp bigint[], k integer)
     RETURNS TABLE (n bigint, matched bigint, distance integer)
     AS 'MODULE_PATHNAME', 'simhash_batch_skips_wrapper'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -867,21 +874,21 @@ CREATE FUNCTION simhash_batch_skips(query text, n bigint[], key bigint[], fp big
 -- in the order of n would skip for an earlier kept row of the batch
 -- within k, each with the first such row, found in memory without holding
 -- the pairs. For simhash_insert_new.
-CREATE FUNCTION simhash_batch_order(n bigint[], fp bigint[], k integer)
+CREATE FUNCTION _simhash_batch_order(n bigint[], fp bigint[], k integer)
     RETURNS TABLE (skipped bigint, matched bigint)
     AS 'MODULE_PATHNAME', 'simhash_batch_order_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- Whether query is one statement (parsed, not run). For simhash_insert_new,
 -- which splices its order_by into a statement.
-CREATE FUNCTION simhash_one_statement(query text) RETURNS boolean
+CREATE FUNCTION _simhash_one_statement(query text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_one_statement_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- Whether the transaction's snapshot cannot see a row version made by
 -- transaction xid (a row's xmin as a number): always false under READ
 -- COMMITTED. For simhash_insert_new under REPEATABLE READ and SERIALIZABLE.
-CREATE FUNCTION simhash_xid_unseen(xid bigint) RETURNS boolean
+CREATE FUNCTION _simhash_xid_unseen(xid bigint) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_xid_unseen_wrapper'
     LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 
@@ -889,7 +896,7 @@ CREATE FUNCTION simhash_xid_unseen(xid bigint) RETURNS boolean
 -- than the transaction's. For simhash_insert_new under REPEATABLE READ and
 -- SERIALIZABLE: the target's rows its check must see, as a unique index
 -- sees them.
-CREATE FUNCTION simhash_latest_rows(query text) RETURNS boolean
+CREATE FUNCTION _simhash_latest_rows(query text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_latest_rows_wrapper'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 
@@ -897,7 +904,7 @@ CREATE FUNCTION simhash_latest_rows(query text) RETURNS boolean
 -- band indexes per batch row: the cheaper by estimate. A target in
 -- several shards (Citus) is probed in each of them, and read through the
 -- node that runs the load.
-CREATE FUNCTION simhash_load_scans(target_rows double precision, batch_rows double precision, k integer,
+CREATE FUNCTION _simhash_load_scans(target_rows double precision, batch_rows double precision, k integer,
                                    shards integer DEFAULT 1)
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'simhash_load_scans_wrapper'
@@ -1023,7 +1030,7 @@ BEGIN
                          AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype) THEN
             RAISE EXCEPTION 'simhash_insert_new: % has no text column "%"', target, text_col USING ERRCODE = '42804';
         END IF;
-        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        threshold := coalesce(threshold, @extschema@._simhash_setting_threshold());
         IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
             RAISE EXCEPTION 'simhash_insert_new: the similarity threshold must be from 0 to 1, not %', threshold
                 USING ERRCODE = '22023';
@@ -1095,7 +1102,7 @@ BEGIN
         -- order_by is SQL text (an expression list over the source's
         -- columns): it must not close the statement and start another,
         -- whoever chose it.
-        IF NOT @extschema@.simhash_one_statement(ctas) THEN
+        IF NOT @extschema@._simhash_one_statement(ctas) THEN
             RAISE EXCEPTION 'simhash_insert_new: order_by must be a sort list, not statements: %', order_by
                 USING ERRCODE = '42601',
                       HINT = 'Pass an expression list over the source''s columns, such as ''crawled_at DESC, id''.';
@@ -1161,7 +1168,7 @@ BEGIN
             END IF;
             -- A table never analyzed (reltuples -1): probe.
             scan := target_rows OPERATOR(pg_catalog.>=) 0
-                    AND @extschema@.simhash_load_scans(target_rows, batch_rows, k, shards);
+                    AND @extschema@._simhash_load_scans(target_rows, batch_rows, k, shards);
         ELSE
             scan := check_mode = 'scan';
         END IF;
@@ -1174,7 +1181,7 @@ BEGIN
                           FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$s) AS keys,
                                        pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
                                   FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) a,
-                               LATERAL @extschema@.simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
+                               LATERAL @extschema@._simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
                          WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
                        work, format('SELECT %s, t.%I FROM %s t', tkey, fp_col, target), k, bkey);
     ELSE
@@ -1227,9 +1234,9 @@ BEGIN
         END IF;
         -- Within k of an earlier kept row of the batch: the pairs within k
         -- among the rows the target left (first copies only), found in memory
-        -- (simhash_near_pairs) and verified on their texts when asked, then,
+        -- (_simhash_near_pairs) and verified on their texts when asked, then,
         -- in order, each row with an earlier neighbour that was kept is
-        -- skipped (simhash_skipped_in_order).
+        -- skipped (_simhash_skipped_in_order).
         IF lsh IS NOT NULL THEN
             -- The batch's pairs that share a key (same band) and are past
             -- k (within k the fingerprint's pairs hold them), with the
@@ -1262,7 +1269,7 @@ BEGIN
                                     WHERE true %2$s', work, verify_xy);
         END IF;
         -- Unverified, the order rule is settled without holding the
-        -- pairs (simhash_batch_order); verified, the pairs are held (at
+        -- pairs (_simhash_batch_order); verified, the pairs are held (at
         -- most simhash.load_memory) to be verified on their texts.
         EXECUTE format(
             'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$s,
@@ -1275,10 +1282,10 @@ BEGIN
               WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
             work, bkey, k, verify_pairs,
             CASE WHEN text_col IS NULL
-                 THEN format('LATERAL @extschema@.simhash_batch_order(a.ns, a.fps, %s) r', k)
+                 THEN format('LATERAL @extschema@._simhash_batch_order(a.ns, a.fps, %s) r', k)
                  ELSE format('LATERAL (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
-                                         FROM (SELECT np.later, np.earlier FROM @extschema@.simhash_near_pairs(a.ns, a.fps, %s) np %s) p %s) q,
-                              LATERAL @extschema@.simhash_skipped_in_order(q.later, q.earlier) r', k, lsh_pairs, verify_pairs) END);
+                                         FROM (SELECT np.later, np.earlier FROM @extschema@._simhash_near_pairs(a.ns, a.fps, %s) np %s) p %s) q,
+                              LATERAL @extschema@._simhash_skipped_in_order(q.later, q.earlier) r', k, lsh_pairs, verify_pairs) END);
         -- Each later copy: skipped for its first copy when that was kept (the
         -- earliest kept row it matches), else for what the first copy matched.
         EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
@@ -1299,14 +1306,14 @@ BEGIN
     -- its own; not checked.)
     IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
        AND NOT citus_target
-       AND @extschema@.simhash_latest_rows(format(
+       AND @extschema@._simhash_latest_rows(format(
                'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM ((SELECT FROM %4$s t
                    WHERE %7$s
-                     AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s OFFSET 0) %8$s) c LIMIT 1) t
+                     AND @extschema@._simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s OFFSET 0) %8$s) c LIMIT 1) t
                  WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
                work, key_col, fp_col, target, k, verify_ts, cand_ts,
                CASE WHEN lsh_ts IS NULL THEN ''
-                    ELSE format('UNION ALL (SELECT FROM %s t WHERE %s AND @extschema@.simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %s)',
+                    ELSE format('UNION ALL (SELECT FROM %s t WHERE %s AND @extschema@._simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %s)',
                                 target, lsh_ts, verify_ts) END)) THEN
         RAISE EXCEPTION 'could not serialize access due to concurrent update'
             USING ERRCODE = '40001',
@@ -1507,7 +1514,7 @@ CREATE FUNCTION simhash_explain(a text, b text, top integer DEFAULT 10) RETURNS 
 
 -- The session's simhash.similarity_threshold (0.71 where the library has
 -- not defined it yet), for the defaults of the functions above.
-CREATE FUNCTION simhash_setting_threshold() RETURNS double precision
+CREATE FUNCTION _simhash_setting_threshold() RETURNS double precision
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
     RETURN coalesce(nullif(current_setting('simhash.similarity_threshold', true), '')::double precision, 0.71);
@@ -1531,16 +1538,16 @@ CREATE FUNCTION simhash_clusters_query(query text, k integer, singletons boolean
 -- fingerprint's blocks (two fingerprints within k share one), each bucket
 -- is clustered where it lands, and only the links of rows that have a
 -- neighbour come back to be joined.
-CREATE FUNCTION simhash_bucket_keys(fp simhash64, k integer) RETURNS bigint[]
+CREATE FUNCTION _simhash_bucket_keys(fp simhash64, k integer) RETURNS bigint[]
     AS 'MODULE_PATHNAME', 'simhash_bucket_keys_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION simhash_bucket_links(keys bigint[], fps bigint[], k integer)
+CREATE FUNCTION _simhash_bucket_links(keys bigint[], fps bigint[], k integer)
     RETURNS TABLE (id bigint, cluster bigint)
     AS 'MODULE_PATHNAME', 'simhash_bucket_links_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION simhash_join_links(query text)
+CREATE FUNCTION _simhash_join_links(query text)
     RETURNS TABLE (id bigint, cluster bigint)
     AS 'MODULE_PATHNAME', 'simhash_join_links_wrapper'
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
@@ -1580,7 +1587,7 @@ BEGIN
         RETURN;
     END IF;
     -- k out of range: the same 22023 on both paths, before any work.
-    PERFORM @extschema@.simhash_bucket_keys(0::bigint::@extschema@.simhash64, k);
+    PERFORM @extschema@._simhash_bucket_keys(0::bigint::@extschema@.simhash64, k);
     -- The columns, named as the caller named them.
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
                    WHERE a.attrelid OPERATOR(pg_catalog.=) tbl AND a.attname OPERATOR(pg_catalog.=) fp_col
@@ -1597,7 +1604,7 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     IF text_col IS NOT NULL THEN
-        threshold := coalesce(threshold, @extschema@.simhash_setting_threshold());
+        threshold := coalesce(threshold, @extschema@._simhash_setting_threshold());
         IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
             RAISE EXCEPTION 'simhash_clusters: the similarity threshold must be from 0 to 1, not %', threshold
                 USING ERRCODE = '22023';
@@ -1654,7 +1661,7 @@ BEGIN
         -- simhash.cluster_memory (default 1GB); else by buckets, whose
         -- grouping PostgreSQL spills to disk past work_mem.
         cap := pg_catalog.pg_size_bytes(COALESCE(NULLIF(pg_catalog.current_setting('simhash.cluster_memory', true), ''), '1GB'));
-        IF @extschema@.simhash_table_rows(tbl) OPERATOR(pg_catalog.*) 75 OPERATOR(pg_catalog.<=) cap THEN
+        IF @extschema@._simhash_table_rows(tbl) OPERATOR(pg_catalog.*) 75 OPERATOR(pg_catalog.<=) cap THEN
             RETURN QUERY SELECT c.id, c.cluster FROM @extschema@.simhash_clusters_query(
                 pg_catalog.format('SELECT r.%I::bigint, r.%I::bigint FROM %s r WHERE r.%I IS NOT NULL', key_col, fp_col, tbl, fp_col),
                 k, singletons) c;
@@ -1664,10 +1671,10 @@ BEGIN
             'SELECT l.id, l.cluster
                FROM (SELECT pg_catalog.array_agg(w.id) AS ids, pg_catalog.array_agg(w.fp) AS fps
                        FROM (SELECT bk.bucket AS bucket, t.%I::bigint AS id, t.%I::bigint AS fp
-                               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) AS bk(bucket)
+                               FROM %s t, LATERAL pg_catalog.unnest(@extschema@._simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) AS bk(bucket)
                               WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL) w
                       GROUP BY w.bucket HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
-                    LATERAL @extschema@.simhash_bucket_links(g.ids, g.fps, %s) l',
+                    LATERAL @extschema@._simhash_bucket_links(g.ids, g.fps, %s) l',
             key_col, fp_col, tbl, fp_col, k, fp_col, key_col, k);
     ELSE
         SELECT pg_catalog.format('%I.%I', n.nspname,
@@ -1682,7 +1689,7 @@ BEGIN
         EXECUTE pg_catalog.format(
             'INSERT INTO %s (bucket, id, fp)
              SELECT bk.bucket, t.%I::bigint, t.%I::bigint
-               FROM %s t, LATERAL pg_catalog.unnest(@extschema@.simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) AS bk(bucket)
+               FROM %s t, LATERAL pg_catalog.unnest(@extschema@._simhash_bucket_keys(t.%I::bigint::@extschema@.simhash64, %s)) AS bk(bucket)
               WHERE t.%I IS NOT NULL AND t.%I IS NOT NULL',
             work, key_col, fp_col, tbl, fp_col, k, fp_col, key_col);
         -- Grouped by the work table's distribution column: each worker
@@ -1691,18 +1698,18 @@ BEGIN
             'SELECT l.id, l.cluster
                FROM (SELECT pg_catalog.array_agg(w.id) AS ids, pg_catalog.array_agg(w.fp) AS fps
                        FROM %s w GROUP BY w.bucket HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) g,
-                    LATERAL @extschema@.simhash_bucket_links(g.ids, g.fps, %s) l',
+                    LATERAL @extschema@._simhash_bucket_links(g.ids, g.fps, %s) l',
             work, k);
     END IF;
     IF singletons THEN
         RETURN QUERY EXECUTE pg_catalog.format(
-            'WITH c AS MATERIALIZED (SELECT j.id, j.cluster FROM @extschema@.simhash_join_links(%L) j)
+            'WITH c AS MATERIALIZED (SELECT j.id, j.cluster FROM @extschema@._simhash_join_links(%L) j)
              SELECT t.key, COALESCE(c.cluster, t.key)
                FROM (SELECT r.%I::bigint AS key FROM %s r WHERE r.%I IS NOT NULL AND r.%I IS NOT NULL) t
                LEFT JOIN c ON c.id OPERATOR(pg_catalog.=) t.key',
             links, key_col, tbl, fp_col, key_col);
     ELSE
-        RETURN QUERY SELECT j.id, j.cluster FROM @extschema@.simhash_join_links(links) j;
+        RETURN QUERY SELECT j.id, j.cluster FROM @extschema@._simhash_join_links(links) j;
     END IF;
     IF work IS NOT NULL THEN
         EXECUTE pg_catalog.format('DROP TABLE %s', work);

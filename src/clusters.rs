@@ -297,13 +297,13 @@ fn simhash_join_links(
     Spi::connect(|client| {
         let mut cursor = match client.try_open_cursor(query, &[]) {
             Ok(cursor) => cursor,
-            Err(e) => errors::spi_failed("simhash_join_links", &e),
+            Err(e) => errors::spi_failed("_simhash_join_links", &e),
         };
         let mut shape_checked = false;
         loop {
             let mut batch = match cursor.fetch(FETCH) {
                 Ok(batch) => batch,
-                Err(e) => errors::spi_failed("simhash_join_links", &e),
+                Err(e) => errors::spi_failed("_simhash_join_links", &e),
             };
             if !shape_checked {
                 links_shape(&batch);

@@ -167,12 +167,12 @@ fn returns(found: &[String]) -> String {
     )
 }
 
-/// 42804: a query of links for `simhash_join_links` that does not return
+/// 42804: a query of links for `_simhash_join_links` that does not return
 /// two bigint columns.
 pub fn links_query_shape(found: &[String]) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-        "simhash_join_links: the query must return two bigint columns, the keys of a link".into(),
+        "_simhash_join_links: the query must return two bigint columns, the keys of a link".into(),
         Some(returns(found)),
         Some("Return each link as two bigint keys, for example SELECT a::bigint, b::bigint FROM links."),
     )
@@ -243,17 +243,17 @@ pub fn features_too_long_in(what: &str, limit: usize) -> ! {
 pub fn bucket_arrays_mismatch(keys: usize, fps: usize) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        format!("simhash_bucket_links: {keys} keys but {fps} fingerprints"),
+        format!("_simhash_bucket_links: {keys} keys but {fps} fingerprints"),
         None,
         Some("Pass array_agg(key) and array_agg(fingerprint) of the same rows."),
     )
 }
 
-/// 22023: `simhash_skipped_in_order` got arrays of different lengths.
+/// 22023: `_simhash_skipped_in_order` got arrays of different lengths.
 pub fn pair_arrays_mismatch(later: usize, earlier: usize) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        format!("simhash_skipped_in_order: {later} later rows but {earlier} earlier ones"),
+        format!("_simhash_skipped_in_order: {later} later rows but {earlier} earlier ones"),
         None,
         Some("Pass array_agg(later) and array_agg(earlier) of the same pairs."),
     )

@@ -1,8 +1,8 @@
 //! The glue of `simhash_insert_new`: the batch's pairs within `k`
-//! (`simhash_near_pairs`, [`simhash_core::near`]), its check against a
-//! target read once (`simhash_batch_skips`, which settles the whole batch
+//! (`_simhash_near_pairs`, [`simhash_core::near`]), its check against a
+//! target read once (`_simhash_batch_skips`, which settles the whole batch
 //! in that pass) or probed (chosen by
-//! `simhash.load_check` and `simhash_load_scans`), and the ordering rule:
+//! `simhash.load_check` and `_simhash_load_scans`), and the ordering rule:
 //! the batch's pairs of neighbours come in as two arrays, and which rows
 //! one-at-a-time guarded inserts would skip comes out
 //! ([`simhash_core::guard::skipped_in_order`]).
@@ -155,10 +155,10 @@ fn simhash_near_pairs(
     fp: Array<'_, i64>,
     k: i32,
 ) -> TableIterator<'static, (name!(later, i64), name!(earlier, i64), name!(distance, i32))> {
-    let (ns, fps) = batch_within("simhash_near_pairs", &n, &fp, k);
+    let (ns, fps) = batch_within("_simhash_near_pairs", &n, &fp, k);
     let max_pairs = usize::try_from(load_memory().0 / PAIR_BYTES).unwrap_or(0);
     let pairs = pairs_within(&fps, k as u32, max_pairs, &mut interrupts)
-        .unwrap_or_else(|e| near_failed("simhash_near_pairs", e, k, fps.len()));
+        .unwrap_or_else(|e| near_failed("_simhash_near_pairs", e, k, fps.len()));
     TableIterator::new(pairs.into_iter().map(move |(i, j, d)| {
         let (a, b) = (ns[i as usize], ns[j as usize]);
         (a.max(b), a.min(b), d as i32)
@@ -168,7 +168,7 @@ fn simhash_near_pairs(
 /// The rows of a batch (`n[i]`, `fp[i]`) that one-at-a-time guarded
 /// inserts in the order of `n` would skip for an earlier kept row of the
 /// batch within `k`, each with the first such row: what
-/// `simhash_skipped_in_order` makes of `simhash_near_pairs`, without
+/// `_simhash_skipped_in_order` makes of `_simhash_near_pairs`, without
 /// holding the pairs (memory linear in the batch, whatever its pairs). For
 /// `simhash_insert_new`'s unverified load when it probes the target.
 #[allow(clippy::type_complexity)]
@@ -178,7 +178,7 @@ fn simhash_batch_order(
     fp: Array<'_, i64>,
     k: i32,
 ) -> TableIterator<'static, (name!(skipped, i64), name!(matched, i64))> {
-    const WHAT: &str = "simhash_batch_order";
+    const WHAT: &str = "_simhash_batch_order";
     let (ns, fps) = batch_within(WHAT, &n, &fp, k);
     // In the order of n.
     let mut order: Vec<usize> = (0..ns.len()).collect();
@@ -281,7 +281,7 @@ fn simhash_batch_skips(
         name!(distance, i32),
     ),
 > {
-    const WHAT: &str = "simhash_batch_skips";
+    const WHAT: &str = "_simhash_batch_skips";
     if key.len() != n.len() {
         errors::batch_keys_mismatch(WHAT, n.len(), key.len());
     }
@@ -352,11 +352,11 @@ fn simhash_xid_unseen(xid: i64) -> bool {
 /// with a snapshot taken now rather than the transaction's, returns a row.
 /// For `simhash_insert_new` under REPEATABLE READ and SERIALIZABLE, after
 /// it holds the target's lock: the target's rows within `k` of the batch
-/// that the transaction's snapshot cannot see (`simhash_xid_unseen`), as a
+/// that the transaction's snapshot cannot see (`_simhash_xid_unseen`), as a
 /// unique index sees them.
 #[pg_extern(volatile, strict, parallel_unsafe, sql = false)]
 fn simhash_latest_rows(query: &str) -> bool {
-    const WHAT: &str = "simhash_latest_rows";
+    const WHAT: &str = "_simhash_latest_rows";
     let query = std::ffi::CString::new(query).unwrap_or_else(|_| errors::nul_in_query(WHAT));
     Spi::connect(|_client| {
         // SAFETY: inside a connected SPI session; the plan is SPI's and
@@ -391,7 +391,7 @@ fn simhash_latest_rows(query: &str) -> bool {
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_one_statement(query: &str) -> bool {
     let query = std::ffi::CString::new(query)
-        .unwrap_or_else(|_| errors::nul_in_query("simhash_one_statement"));
+        .unwrap_or_else(|_| errors::nul_in_query("_simhash_one_statement"));
     // SAFETY: raw_parser reads a NUL-terminated string and returns a list
     // in the current memory context (or raises PostgreSQL's error).
     unsafe {

@@ -44,7 +44,7 @@ SET LOCAL track_functions = 'all';
 SELECT k, disagreements(k) FROM generate_series(0, 11) k;
 SELECT count(*) FROM simhash_clusters('items', 'fp', 3, 'id', false);
 SELECT cluster, array_agg(id ORDER BY id) FROM simhash_clusters('items', 'fp', 0, 'id', false) GROUP BY cluster;
-SELECT pg_stat_get_xact_function_calls('simhash_bucket_links(bigint[],bigint[],integer)'::regprocedure) > 0 AS by_buckets,
+SELECT pg_stat_get_xact_function_calls('_simhash_bucket_links(bigint[],bigint[],integer)'::regprocedure) > 0 AS by_buckets,
        pg_stat_get_xact_function_calls('simhash_clusters_query(text,integer,boolean)'::regprocedure) IS NULL AS not_in_memory;
 COMMIT;
 BEGIN;

@@ -115,21 +115,21 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM lb) = (SELECT array_agg(id ORDER B
        (SELECT bool_and(distance <= 3) FROM lb_skips) AS every_match_within_k;
 -- The load's building blocks refuse what they cannot do.
 SELECT q, outcome(q) FROM unnest(ARRAY[
-    $$SELECT * FROM simhash_near_pairs(ARRAY[1, 2], ARRAY[5], 3)$$,
-    $$SELECT * FROM simhash_near_pairs(ARRAY[1], ARRAY[5], 12)$$,
-    $$SELECT * FROM simhash_skipped_in_order(ARRAY[1, 2], ARRAY[1])$$,
-    $$SELECT * FROM simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, 2], ARRAY[1], ARRAY[5, 6], 3)$$,
-    $$SELECT * FROM simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, 2], ARRAY[1, 2], ARRAY[5], 3)$$,
-    $$SELECT * FROM simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, NULL], ARRAY[1, 2], ARRAY[5, 6], 3)$$,
-    $$SELECT * FROM simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1], ARRAY[1], ARRAY[5], 12)$$,
-    $$SELECT * FROM simhash_batch_skips('SELECT 1', ARRAY[1], ARRAY[1], ARRAY[5], 3)$$,
-    $$SELECT * FROM simhash_batch_skips('SELEC id', ARRAY[1], ARRAY[1], ARRAY[5], 3)$$]) q;
-SELECT * FROM simhash_near_pairs(ARRAY[7, 3, 9, NULL], ARRAY[0, 1, 3, 0], 1) ORDER BY 1, 2;
+    $$SELECT * FROM _simhash_near_pairs(ARRAY[1, 2], ARRAY[5], 3)$$,
+    $$SELECT * FROM _simhash_near_pairs(ARRAY[1], ARRAY[5], 12)$$,
+    $$SELECT * FROM _simhash_skipped_in_order(ARRAY[1, 2], ARRAY[1])$$,
+    $$SELECT * FROM _simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, 2], ARRAY[1], ARRAY[5, 6], 3)$$,
+    $$SELECT * FROM _simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, 2], ARRAY[1, 2], ARRAY[5], 3)$$,
+    $$SELECT * FROM _simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1, NULL], ARRAY[1, 2], ARRAY[5, 6], 3)$$,
+    $$SELECT * FROM _simhash_batch_skips('SELECT id, fp FROM lb', ARRAY[1], ARRAY[1], ARRAY[5], 12)$$,
+    $$SELECT * FROM _simhash_batch_skips('SELECT 1', ARRAY[1], ARRAY[1], ARRAY[5], 3)$$,
+    $$SELECT * FROM _simhash_batch_skips('SELEC id', ARRAY[1], ARRAY[1], ARRAY[5], 3)$$]) q;
+SELECT * FROM _simhash_near_pairs(ARRAY[7, 3, 9, NULL], ARRAY[0, 1, 3, 0], 1) ORDER BY 1, 2;
 -- A batch settled in one pass, given out of order: 2 is skipped for 1
 -- (one bit); 3 is kept (its neighbour 2 was skipped) though its key is
 -- NULL, and 4, its copy, is skipped for that NULL key; 5 is one bit from
 -- the target's row 100.
-SELECT * FROM simhash_batch_skips($$SELECT * FROM (VALUES (100::bigint, '00000000000000f0'::simhash64)) t$$,
+SELECT * FROM _simhash_batch_skips($$SELECT * FROM (VALUES (100::bigint, '00000000000000f0'::simhash64)) t$$,
                                   ARRAY[3, 1, 2, 4, 5], ARRAY[NULL, 11, 12, 13, 14], ARRAY[1, 7, 3, 1, 241], 1)
 ORDER BY n;
 

@@ -123,7 +123,7 @@ SELECT current_setting('search_path') AS path_after_the_load;
 DELETE FROM sec_docs WHERE id > 2;
 SELECT simhash_band_layouts('sec_docs', 'fp') AS layouts,
        (SELECT count(*) FROM simhash_band_indexes('sec_docs', 'fp')) AS listed,
-       simhash_table_rows('sec_docs') >= 0 AS rows_known,
+       _simhash_table_rows('sec_docs') >= 0 AS rows_known,
        simhash_layout_for(1e9) AS layout_for_1e9,
        cardinality(simhash_band32_neighbors('0123456789abcdef', 1, 3)) AS half_neighbors;
 SELECT count(*) AS commands FROM simhash_band_commands('sec_docs', 'fp', '2x32', false);

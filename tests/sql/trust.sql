@@ -125,10 +125,10 @@ SELECT count(*) AS pairs_in_memory FROM simhash_clusters('cb', 'fp', 3, 'id', fa
 
 -- 6 and 7. Bad input.
 SELECT q, outcome(q) FROM unnest(ARRAY[
-    $$SELECT * FROM simhash_join_links('SELECT 1, 2')$$,
-    $$SELECT * FROM simhash_join_links('SELECT ''a''::text, 2::bigint WHERE false')$$,
-    $$SELECT * FROM simhash_join_links('SELECT 1::bigint')$$,
-    $$SELECT * FROM simhash_join_links('SELECT 1::bigint, 2::bigint')$$,
+    $$SELECT * FROM _simhash_join_links('SELECT 1, 2')$$,
+    $$SELECT * FROM _simhash_join_links('SELECT ''a''::text, 2::bigint WHERE false')$$,
+    $$SELECT * FROM _simhash_join_links('SELECT 1::bigint')$$,
+    $$SELECT * FROM _simhash_join_links('SELECT 1::bigint, 2::bigint')$$,
     $$SELECT simhash_add_bands('cb', 'fp', NULL)$$]) q;
 -- An error through SPI carries no Rust backtrace, whatever the server's
 -- environment (the test cluster runs with RUST_BACKTRACE=1).

@@ -80,7 +80,7 @@ SELECT count(*) AS guards FROM pg_trigger WHERE tgrelid = 'g4'::regclass AND NOT
 -- 6. The batch's pairs are bounded by simhash.load_memory: 53200 with a
 -- hint naming it, not hundreds of megabytes.
 SET simhash.load_memory = '1MB';
-SELECT count(*) FROM simhash_near_pairs(
+SELECT count(*) FROM _simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 3000) i),
     (SELECT array_agg(i::bigint) FROM generate_series(1, 3000) i), 11);
 RESET simhash.load_memory;
@@ -125,7 +125,7 @@ CREATE TEMP TABLE marks4 AS SELECT 'a' || repeat(chr(769), 10000000) AS s;
 CREATE TEMP TABLE explain4 AS SELECT string_agg(md5(i::text), ' ') AS s, string_agg(md5((i + 7)::text), ' ') AS t
   FROM generate_series(1, 490000) i;
 SET statement_timeout = '300ms';
-SELECT pg_temp.late($q$SELECT count(*) FROM simhash_near_pairs(
+SELECT pg_temp.late($q$SELECT count(*) FROM _simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 60000) i),
     (SELECT array_agg((i::bigint * 7919) << 32) FROM generate_series(1, 60000) i), 0)$q$) AS near_pairs;
 -- The load's own searches on such a batch (60,000 rows whose
@@ -274,19 +274,19 @@ DROP SCHEMA app4 CASCADE;
 -- range, malformed, and a cancel on a large text (SQLSTATEs only).
 SELECT simhash_lsh(NULL) IS NULL AS lsh_null, simhash_lsh('') IS NULL AS lsh_empty,
        simhash_lsh(repeat(' ', 1000)) IS NULL AS lsh_spaces;
-SELECT simhash_one_statement('') AS no_statement, simhash_one_statement('SELECT 1; SELECT 2') AS two,
-       simhash_one_statement('SELECT 1') AS one;
-SELECT simhash_xid_unseen(-1) AS negative_xid, simhash_xid_unseen(NULL) IS NULL AS null_xid;
-SELECT count(*) AS null_places_left_out FROM simhash_batch_order(ARRAY[1, NULL, 3], ARRAY[5, 5, 5], 3);
+SELECT _simhash_one_statement('') AS no_statement, _simhash_one_statement('SELECT 1; SELECT 2') AS two,
+       _simhash_one_statement('SELECT 1') AS one;
+SELECT _simhash_xid_unseen(-1) AS negative_xid, _simhash_xid_unseen(NULL) IS NULL AS null_xid;
+SELECT count(*) AS null_places_left_out FROM _simhash_batch_order(ARRAY[1, NULL, 3], ARRAY[5, 5, 5], 3);
 \set VERBOSITY sqlstate
-SELECT simhash_one_statement('SELEC 1');
-SELECT * FROM simhash_batch_order(ARRAY[1, 2], ARRAY[5], 3);
-SELECT * FROM simhash_batch_order(ARRAY[1], ARRAY[5], 12);
-SELECT * FROM simhash_batch_order(ARRAY[1], ARRAY[5], -1);
-SELECT simhash_latest_rows('SELEC 1');
-SELECT simhash_latest_rows('CREATE TABLE latest4 ()');
+SELECT _simhash_one_statement('SELEC 1');
+SELECT * FROM _simhash_batch_order(ARRAY[1, 2], ARRAY[5], 3);
+SELECT * FROM _simhash_batch_order(ARRAY[1], ARRAY[5], 12);
+SELECT * FROM _simhash_batch_order(ARRAY[1], ARRAY[5], -1);
+SELECT _simhash_latest_rows('SELEC 1');
+SELECT _simhash_latest_rows('CREATE TABLE latest4 ()');
 \set VERBOSITY default
-SELECT simhash_latest_rows('SELECT 1') AS a_row, simhash_latest_rows('SELECT 1 WHERE false') AS no_row;
+SELECT _simhash_latest_rows('SELECT 1') AS a_row, _simhash_latest_rows('SELECT 1 WHERE false') AS no_row;
 CREATE TEMP TABLE lsh4 AS SELECT repeat('word ', 4000000) AS s;
 SET statement_timeout = '300ms';
 SELECT pg_temp.late($q$SELECT simhash_lsh(s) FROM lsh4$q$) AS lsh_of_20mb;
