@@ -259,11 +259,11 @@ WHERE c.id = d.copy_id AND o.id = d.orig_id;
 \endif
 
 -- Which edits were planted, in which script.
-SELECT string_agg(format('%s copies of documents mostly in %s: %s',
-                         n, units, planted), '; ' ORDER BY n DESC) AS line1
-FROM (SELECT s.units, s.planted, count(*) AS n
+SELECT string_agg(format('%s copies of documents mostly in the %s script: %s',
+                         n, script, planted), '; ' ORDER BY n DESC) AS line1
+FROM (SELECT p.script, s.planted, count(*) AS n
       FROM demo_plan AS p JOIN demo_script AS s USING (script)
-      GROUP BY s.units, s.planted) AS g \gset
+      GROUP BY p.script, s.planted) AS g \gset
 \echo :line1
 SELECT format('rule of record: fingerprint within %s (simhash.verify_k) and simhash_similarity >= %s (simhash.similarity_threshold)',
               :verify_k, :threshold) AS line1,
@@ -292,7 +292,7 @@ SELECT coalesce(edit, 'all edits') AS "planted edit",
        round(percentile_disc(0.5) WITHIN GROUP (ORDER BY similarity)::numeric, 2) AS "median similarity"
 FROM demo_copy_dist
 GROUP BY ROLLUP (edit)
-ORDER BY edit IS NULL, min(kind), edit;
+ORDER BY edit IS NULL, min(script), min(kind), edit;
 
 SELECT format('found: %s of %s copies by the fingerprint within 3 (%s%%), %s within 7 (%s%%); %s by the rule of record (%s%%)%s',
               count(*) FILTER (WHERE distance <= 3), count(*),
@@ -333,13 +333,13 @@ FROM dist \gset
 \endif
 \echo
 \echo 'Examples, one of each edit (the text around the edit):'
-SELECT DISTINCT ON (p.kind, p.script)
+SELECT DISTINCT ON (p.script, p.kind)
        d.orig_id AS original, d.copy_id AS copy, d.distance,
        round(d.similarity::numeric, 2) AS similarity, d.edit,
        translate(p.before, E'\n\r\t', '   ') AS "original text",
        translate(p.after, E'\n\r\t', '   ') AS "copy's text"
 FROM demo_copy_dist AS d JOIN demo_plan AS p ON p.id = d.orig_id
-ORDER BY p.kind, p.script, p.k;
+ORDER BY p.script, p.kind, p.k;
 \else
 \echo 'none: no document of 200 characters or more is mostly Han ideographs or letters of an alphabet'
 \endif
