@@ -1,5 +1,5 @@
 # The two commands of the README, and a few parts of them.
-.PHONY: demo test setup install start stop regress bench
+.PHONY: demo test check setup install start stop regress bench
 
 ## make demo [CORPUS=file]: throwaway cluster, real corpus, near-duplicates.
 demo:
@@ -8,6 +8,11 @@ demo:
 ## make test: every test (what CI runs).
 test:
 	bash scripts/test.sh
+
+## make check [SIMHASH_PG=16]: lint, core tests, install and the SQL
+## regression files on one PostgreSQL version (the fast tier of make test).
+check:
+	bash scripts/check.sh
 
 setup:
 	bash scripts/setup.sh
