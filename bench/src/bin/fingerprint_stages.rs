@@ -88,7 +88,7 @@ struct Doc {
 type Counts = HashMap<u64, (u32, Kind), BuildHasherDefault<PassThrough>>;
 
 fn usage() -> String {
-    "usage: fingerprint-stages [--rounds N] [--simd baseline|avx2|avx512] < corpus.jsonl".to_owned()
+    "usage: fingerprint-stages [--rounds N] [--simd baseline|avx2|avx512-novbmi|avx512] < corpus.jsonl".to_owned()
 }
 
 fn parse_args() -> Result<(usize, Simd), String> {
@@ -107,7 +107,7 @@ fn parse_args() -> Result<(usize, Simd), String> {
             "--simd" => {
                 let name = args.next().ok_or_else(usage)?;
                 simd = Simd::from_name(&name).ok_or_else(|| {
-                    format!("--simd wants baseline, avx2 or avx512, not {name:?}")
+                    format!("--simd wants baseline, avx2, avx512-novbmi or avx512, not {name:?}")
                 })?;
             }
             "-h" | "--help" => return Err(usage()),

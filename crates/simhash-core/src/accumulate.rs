@@ -206,7 +206,7 @@ impl Accumulator {
         let (small, total) = match simd {
             // SAFETY: as below.
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 if simd.available() => unsafe { small_and_total_avx512(weights) },
+            _ if simd.is_avx512() && simd.available() => unsafe { small_and_total_avx512(weights) },
             // SAFETY: as below.
             #[cfg(target_arch = "x86_64")]
             Simd::Avx2 if simd.available() => unsafe { small_and_total_avx2(weights) },
@@ -225,7 +225,7 @@ impl Accumulator {
             // SAFETY: the processor has the instructions the function is
             // compiled with (`available`).
             #[cfg(target_arch = "x86_64")]
-            Simd::Avx512 if simd.available() => unsafe {
+            _ if simd.is_avx512() && simd.available() => unsafe {
                 sums_avx512(&mut self.small, hashes, weights)
             },
             // SAFETY: as above.

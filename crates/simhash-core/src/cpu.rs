@@ -7,8 +7,15 @@
 //! the same IEEE operations in the same order on each lane, so the same
 //! bits. One kernel is written with the intrinsics themselves, as no
 //! compiler finds it: runs of ideographs sixteen at a time
-//! (`fingerprint/wide.rs`, AVX-512 with VBMI). The tests run every level
-//! the processor has against the baseline.
+//! (`fingerprint/wide.rs`, AVX-512 with VBMI, or with BW alone). The
+//! tests run every level the processor has against the baseline.
+//!
+//! `SIMHASH_SIMD` caps the level: `baseline`, `avx2`, `avx512-novbmi`
+//! (AVX-512 as on a processor without VBMI: Intel's Skylake-SP and
+//! Cascade Lake, x86-64-v4 without more) or `avx512` (everything there
+//! is). A processor with AVX-512 but without VBMI is found at
+//! `avx512-novbmi`; the cap lets a processor with VBMI measure and test
+//! that level too.
 
 use std::sync::OnceLock;
 
@@ -19,13 +26,25 @@ pub enum Simd {
     Baseline,
     /// AVX2 (x86-64-v3: Intel since 2013, AMD since 2015).
     Avx2,
-    /// AVX-512 F, DQ, BW and VL (x86-64-v4).
+    /// AVX-512 F, DQ, BW and VL (x86-64-v4), without VBMI: the weights
+    /// and counters of [`Simd::Avx512`], runs of ideographs without its
+    /// byte permutes.
+    Avx512NoVbmi,
+    /// AVX-512 F, DQ, BW and VL with VBMI (and POPCNT, LZCNT, BMI1 and
+    /// BMI2, which every processor with VBMI has): Intel since Ice Lake,
+    /// AMD since Zen 4.
     Avx512,
 }
 
 impl Simd {
     /// Every level, narrowest first.
-    pub const ALL: [Simd; 3] = [Simd::Baseline, Simd::Avx2, Simd::Avx512];
+    pub const ALL: [Simd; 4] = [Simd::Baseline, Simd::Avx2, Simd::Avx512NoVbmi, Simd::Avx512];
+
+    /// Whether `self` has AVX-512's F, DQ, BW and VL, with or without VBMI:
+    /// the levels that take the AVX-512 weights and counters.
+    pub fn is_avx512(self) -> bool {
+        self >= Simd::Avx512NoVbmi
+    }
 
     /// The widest level this processor has, found once per process, at
     /// most the one `SIMHASH_SIMD` names ([`Simd::capped`]).
@@ -56,6 +75,7 @@ impl Simd {
         match self {
             Simd::Baseline => "baseline",
             Simd::Avx2 => "avx2",
+            Simd::Avx512NoVbmi => "avx512-novbmi",
             Simd::Avx512 => "avx512",
         }
     }
@@ -74,7 +94,12 @@ fn detect() -> Simd {
         && std::arch::is_x86_feature_detected!("avx512vl")
         && std::arch::is_x86_feature_detected!("avx2")
     {
-        Simd::Avx512
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512vbmi") && has!("popcnt") && has!("lzcnt") && has!("bmi1") && has!("bmi2") {
+            Simd::Avx512
+        } else {
+            Simd::Avx512NoVbmi
+        }
     } else if std::arch::is_x86_feature_detected!("avx2") {
         Simd::Avx2
     } else {
@@ -106,7 +131,7 @@ mod tests {
         use Simd::*;
         for found in Simd::ALL {
             assert_eq!(Simd::capped(found, None), found);
-            for junk in ["", "sse9", "avx", "avx-512", "1"] {
+            for junk in ["", "sse9", "avx", "avx-512", "avx512novbmi", "1"] {
                 assert_eq!(Simd::capped(found, Some(junk)), found, "{junk:?}");
             }
             for cap in Simd::ALL {
@@ -118,5 +143,10 @@ mod tests {
         assert_eq!(Simd::capped(Avx2, Some("avx512")), Avx2);
         assert_eq!(Simd::capped(Baseline, Some("avx512")), Baseline);
         assert_eq!(Simd::capped(Avx512, Some("baseline")), Baseline);
+        assert_eq!(Simd::capped(Avx512, Some("avx512-novbmi")), Avx512NoVbmi);
+        assert_eq!(Simd::capped(Avx512, Some(" AVX512-NoVBMI ")), Avx512NoVbmi);
+        assert_eq!(Simd::capped(Avx512NoVbmi, Some("avx512")), Avx512NoVbmi);
+        assert_eq!(Simd::capped(Avx2, Some("avx512-novbmi")), Avx2);
+        assert!(Avx512.is_avx512() && Avx512NoVbmi.is_avx512() && !Avx2.is_avx512());
     }
 }

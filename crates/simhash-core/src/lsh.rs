@@ -113,7 +113,7 @@ fn add(mins: &mut [u32; HASHES], key: u64, simd: Simd) {
     match simd {
         // SAFETY: the processor has the instructions (`available`).
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx512 if simd.available() => unsafe { add_avx512(mins, seeds, x) },
+        _ if simd.is_avx512() && simd.available() => unsafe { add_avx512(mins, seeds, x) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2 if simd.available() => unsafe { add_avx2(mins, seeds, x) },

@@ -239,7 +239,7 @@ pub fn fixed_weights6_by(
         // SAFETY: the processor has the instructions the function is
         // compiled with (`available`).
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx512 if simd.available() => unsafe { weights_avx512(n, feature, out) },
+        _ if simd.is_avx512() && simd.available() => unsafe { weights_avx512(n, feature, out) },
         // SAFETY: as above.
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2 if simd.available() => unsafe { weights_avx2(n, feature, out) },

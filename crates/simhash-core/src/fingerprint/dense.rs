@@ -238,7 +238,7 @@ fn weigh_wide(
         return false;
     }
     let kernel = match simd {
-        Simd::Avx512 => super::wide_weights::weigh_prepared,
+        _ if simd.is_avx512() => super::wide_weights::weigh_prepared,
         _ => super::wide_weights::weigh_prepared_avx2,
     };
     // SAFETY: the processor has the instructions of `simd` (`available`):
