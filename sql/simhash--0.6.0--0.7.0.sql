@@ -649,55 +649,27 @@ CREATE FUNCTION _simhash_load_scans(target_rows double precision, batch_rows dou
     AS 'MODULE_PATHNAME', 'simhash_load_scans_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer DEFAULT 3,
-                                   order_by text DEFAULT NULL, fp_col name DEFAULT 'fp',
-                                   key_col name DEFAULT 'id', skipped_into regclass DEFAULT NULL,
-                                   text_col name DEFAULT NULL, threshold double precision DEFAULT NULL)
-    RETURNS TABLE (inserted bigint, skipped bigint)
-    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-    -- Its search_path is pinned by its first statement rather than by a
-    -- SET clause, so that the insert of the kept rows runs with the
-    -- caller's, as a plain INSERT would: the target's triggers find what
-    -- they name as they do there. The insert names nothing itself
-    -- (tables qualified, no functions or operators).
-    -- JIT compiles each of its statements for longer than they run (0.17 s
-    -- of 2.0 s in bench/insert_new.sh).
-    SET jit = off
-    -- The threshold goes into its statements as text: with every digit.
-    SET extra_float_digits = 3
+-- The steps of simhash_insert_new, in the order it runs them: internal
+-- (the _simhash_ prefix), each taking what the steps before worked out,
+-- which none checks again. work is the name of the load's temporary work
+-- table: the batch, one row each, in the load's order (simhash_n), with
+-- its fingerprint (simhash_fp), its candidate keys when the target has
+-- the second source (simhash_keys), and what the load decides of it
+-- (simhash_skip, simhash_match, simhash_dist; simhash_first: the first
+-- row of the batch with the same fingerprint, and text when verifying).
+
+-- 1. The arguments, checked; what the target is.
+CREATE FUNCTION _simhash_load_args(target regclass, source regclass, k integer, fp_col name,
+                                   key_col name, text_col name, threshold double precision,
+                                   OUT citus_target boolean, OUT generated "char",
+                                   OUT verify_threshold double precision, OUT lsh name)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller_path text := pg_catalog.current_setting('search_path');
-    src text;
-    fp_expr text;
-    generated "char";
-    cols text;
-    verify_xy text := '';
-    verify_ts text := '';
-    work text := 'simhash_insert_new_' OPERATOR(pg_catalog.||) pg_catalog.pg_backend_pid();
-    citus_target boolean := false;
-    check_mode text;
-    scan boolean := false;
-    target_rows double precision;
-    shards integer := 1;
-    batch_rows bigint;
-    verify_pairs text := '';
-    n_in bigint;
-    n_skip bigint;
-    n_changed bigint;
-    triggered boolean;
     key_type oid;
-    ctas text;
-    src_key boolean;
-    bkey text;
-    tkey text;
-    lsh name;
-    keys_expr text := 'NULL::pg_catalog.int4[]';
-    cand_ts text;
-    lsh_ts text;
-    lsh_pairs text := '';
 BEGIN
-    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    citus_target := false;
     IF target IS NULL OR source IS NULL OR k IS NULL OR fp_col IS NULL THEN
         RAISE EXCEPTION 'simhash_insert_new: target, source, k and fp_col must not be NULL'
             USING ERRCODE = '22004';
@@ -742,31 +714,47 @@ BEGIN
                          AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype) THEN
             RAISE EXCEPTION 'simhash_insert_new: % has no text column "%"', target, text_col USING ERRCODE = '42804';
         END IF;
-        threshold := coalesce(threshold, @extschema@._simhash_setting_threshold());
-        IF threshold = 'NaN'::double precision OR threshold < 0 OR threshold > 1 THEN
-            RAISE EXCEPTION 'simhash_insert_new: the similarity threshold must be from 0 to 1, not %', threshold
+        verify_threshold := coalesce(threshold, @extschema@._simhash_setting_threshold());
+        IF verify_threshold = 'NaN'::double precision OR verify_threshold < 0 OR verify_threshold > 1 THEN
+            RAISE EXCEPTION 'simhash_insert_new: the similarity threshold must be from 0 to 1, not %', verify_threshold
                 USING ERRCODE = '22023';
         END IF;
-        -- A NULL text on either side: the candidate counts by its
-        -- fingerprint alone, as the verified guard counts it.
+        -- The second source, when the target has it (simhash_add_lsh).
+        lsh := @extschema@.simhash_lsh_column(target, text_col);
+    END IF;
+    IF source = target THEN
+        RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- 2. The conditions the searches share, as SQL over a target row t and a
+-- batch row s2 (x and y: two batch rows). cand_ts: t is a candidate
+-- within k. lsh_ts (with the second source): t shares a key with s2 and
+-- is past k (within k the fingerprint has found it), with the 5-gram
+-- Jaccard; searched apart (UNION ALL), so that the rows the band indexes
+-- return are not tested for shared keys one by one. verify_ts and
+-- verify_xy (when verifying): similar enough, or a NULL text on either
+-- side, which counts by its fingerprint alone, as the verified guard
+-- counts it. The threshold goes in as text with every digit.
+CREATE FUNCTION _simhash_load_conditions(k integer, fp_col name, text_col name,
+                                         threshold double precision, lsh name,
+                                         OUT cand_ts text, OUT lsh_ts text,
+                                         OUT verify_ts text, OUT verify_xy text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    SET extra_float_digits = 3
+AS $$
+BEGIN
+    cand_ts := format('t.%1$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %2$s', fp_col, k);
+    verify_ts := '';
+    verify_xy := '';
+    IF text_col IS NOT NULL THEN
         verify_ts := format(' AND (t.%1$I IS NULL OR s2.%1$I IS NULL OR @extschema@.simhash_similarity(t.%1$I, s2.%1$I) OPERATOR(pg_catalog.>=) %2$L::pg_catalog.float8)',
                             text_col, threshold);
         verify_xy := format(' AND (x.%1$I IS NULL OR y.%1$I IS NULL OR @extschema@.simhash_similarity(x.%1$I, y.%1$I) OPERATOR(pg_catalog.>=) %2$L::pg_catalog.float8)',
                             text_col, threshold);
-        -- The second source, when the target has it (simhash_add_lsh):
-        -- each batch row's candidate keys, matched through the target's
-        -- GIN index and among the batch, verified as the rest.
-        lsh := @extschema@.simhash_lsh_column(target, text_col);
-        IF lsh IS NOT NULL THEN
-            keys_expr := format('@extschema@.simhash_lsh(s.%I)', text_col);
-        END IF;
     END IF;
-    -- A target row is a candidate of a batch row (s2) within k, or, with
-    -- the second source, when they share a key.
-    -- lsh_ts: the second source alone, past k (within k the fingerprint
-    -- has found the row); searched apart (UNION ALL), so that the rows the
-    -- band indexes return are not tested for shared keys one by one.
-    cand_ts := format('t.%1$I OPERATOR(@extschema@.<~>) s2.simhash_fp OPERATOR(pg_catalog.<=) %2$s', fp_col, k);
     IF lsh IS NOT NULL THEN
         lsh_ts := format('t.%1$I OPERATOR(pg_catalog.&&) s2.simhash_keys AND s2.simhash_fp IS NOT NULL
                           AND @extschema@.simhash_lsh_shared(t.%1$I, s2.simhash_keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
@@ -775,18 +763,29 @@ BEGIN
                           AND @extschema@.simhash_jaccard(t.%4$I, s2.%4$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
                          lsh, fp_col, k, text_col);
     END IF;
-    IF source = target THEN
-        RAISE EXCEPTION 'simhash_insert_new: the source is the target' USING ERRCODE = '22023';
-    END IF;
-    src := format('SELECT * FROM %s', source);
+END
+$$;
+
+-- 3. The target locked, and the work table made from the source: each
+-- row's fingerprint is the target's generation expression over the
+-- source's columns, or the source's own column.
+CREATE FUNCTION _simhash_load_batch(target regclass, source regclass, work text, order_by text,
+                                    fp_col name, generated "char", keys_expr text)
+    RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fp_expr text;
+    ctas text;
+    batch_rows bigint;
+BEGIN
     BEGIN
         EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', target);
     EXCEPTION WHEN insufficient_privilege THEN
         RAISE EXCEPTION '%', SQLERRM USING ERRCODE = '42501',
             HINT = 'simhash_insert_new locks the target in SHARE ROW EXCLUSIVE mode, which needs UPDATE, DELETE or TRUNCATE on it besides INSERT and SELECT.';
     END;
-    -- The fingerprint of each source row: the target's generation
-    -- expression over the source's columns, or the source's own column.
     IF generated = 's' THEN
         SELECT pg_get_expr(d.adbin, d.adrelid) INTO fp_expr FROM pg_attrdef d JOIN pg_attribute a
             ON a.attrelid = d.adrelid AND a.attnum = d.adnum
@@ -802,15 +801,14 @@ BEGIN
     END IF;
     BEGIN
         -- Stored in the batch's order (simhash_n), which the final insert
-        -- keeps. simhash_first (set below): the first row of the batch
-        -- with the same fingerprint (and text, when verifying), an exact
-        -- copy's stand-in: copies are settled by it, not paired (m
-        -- copies in one batch would make m * m / 2 pairs).
+        -- keeps. simhash_first is set by the search: exact copies are
+        -- settled by their first row, not paired (m copies in one batch
+        -- would make m * m / 2 pairs).
         ctas := format('CREATE TEMP TABLE %I AS SELECT q.*, q.simhash_n AS simhash_first '
                        'FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) AS simhash_n, s.*, '
                        '(%s)::@extschema@.simhash64 AS simhash_fp, false AS simhash_skip, NULL::bigint AS simhash_match, '
                        'NULL::integer AS simhash_dist, %s AS simhash_keys FROM (%s) s) q',
-                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, keys_expr, src);
+                       work, coalesce(order_by, '(SELECT 1)'), fp_expr, keys_expr, format('SELECT * FROM %s', source));
         -- order_by is SQL text (an expression list over the source's
         -- columns): it must not close the statement and start another,
         -- whoever chose it.
@@ -826,6 +824,25 @@ BEGIN
             USING ERRCODE = '42804',
                   HINT = 'The source must return the columns the target''s fingerprint is computed from, with their names.';
     END;
+    RETURN batch_rows;
+END
+$$;
+
+-- 4. What the work table gives the target (cols: the columns the insert
+-- fills, identity columns left to their defaults) and how rows are named
+-- in the report: bkey, a batch row's key, or its place in the load's
+-- order when the source has no key column (a target keyed by an identity
+-- column or a sequence, whose staging table has no ids); tkey, a target
+-- row's key, NULL without key_col. Then the work table's index and
+-- statistics.
+CREATE FUNCTION _simhash_load_shape(target regclass, work text, key_col name, text_col name,
+                                    OUT cols text, OUT bkey text, OUT tkey text)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src_key boolean;
+BEGIN
     EXECUTE format('SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), '', '' ORDER BY a.attnum)
                       FROM pg_attribute a JOIN pg_attribute w ON w.attrelid = %L::regclass AND w.attname = a.attname
                      WHERE a.attrelid = %L::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''''
@@ -836,10 +853,6 @@ BEGIN
         RAISE EXCEPTION 'simhash_insert_new: the source has no column of %', target
             USING ERRCODE = '42804';
     END IF;
-    -- The key of a batch row in the report: its key, or its place in the
-    -- load's order when the source has no key column (a target keyed by an
-    -- identity column or a sequence, whose staging table has no ids). A
-    -- target row's: its key, NULL without key_col.
     src_key := key_col IS NOT NULL AND EXISTS (
         SELECT FROM pg_attribute w WHERE w.attrelid = ('pg_temp.' || quote_ident(work))::regclass
                                      AND w.attname = key_col AND w.attnum > 0 AND NOT w.attisdropped);
@@ -857,195 +870,259 @@ BEGIN
                   HINT = 'The source must return the text column to verify on, with its name.';
     END IF;
     EXECUTE format('ANALYZE pg_temp.%I', work);
-    -- Within k of a row of the target (only the first of each set of
-    -- copies is checked): by reading the target once against the batch
-    -- held in memory, or through the target's band indexes, whichever
-    -- simhash.load_check says or the estimate finds cheaper.
-    IF text_col IS NULL THEN
-        check_mode := coalesce(lower(current_setting('simhash.load_check', true)), 'auto');
-        IF check_mode = 'auto' THEN
-            IF citus_target THEN
-                -- The rows of every shard, as its node's statistics have them;
-                -- a shard never analyzed makes the sum unknown. Citus puts
-                -- each shard's name into the command with format(), so %L
-                -- makes it a quoted literal, whatever the name holds.
-                EXECUTE 'SELECT pg_catalog.count(*)::integer,
-                                CASE WHEN pg_catalog.bool_and(x OPERATOR(pg_catalog.>=) 0) THEN pg_catalog.sum(x) ELSE -1 END
-                           FROM (SELECT CASE WHEN r.success THEN r.result::pg_catalog.float8 ELSE -1 END AS x
-                                   FROM pg_catalog.run_command_on_shards($1,
-                                        $c$SELECT reltuples FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass$c$) r) s'
-                    INTO shards, target_rows USING target;
-            ELSE
-                SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
-            END IF;
-            -- A table never analyzed (reltuples -1): probe.
-            scan := target_rows OPERATOR(pg_catalog.>=) 0
-                    AND @extschema@._simhash_load_scans(target_rows, batch_rows, k, shards);
-        ELSE
-            scan := check_mode = 'scan';
-        END IF;
+END
+$$;
+
+-- 5. Whether an unverified load reads the target once against the batch
+-- held in memory (true) or probes its band indexes: as
+-- simhash.load_check says, or ('auto') whichever the estimate finds
+-- cheaper; a table never analyzed (reltuples -1) is probed.
+CREATE FUNCTION _simhash_load_reads_target(target regclass, k integer, citus_target boolean, batch_rows bigint)
+    RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    check_mode text := coalesce(lower(current_setting('simhash.load_check', true)), 'auto');
+    target_rows double precision;
+    shards integer := 1;
+BEGIN
+    IF check_mode <> 'auto' THEN
+        RETURN check_mode = 'scan';
     END IF;
-    IF scan THEN
-        -- Read once: the whole batch settled in memory in one pass (its
-        -- copies, its check against the target, its pairs, their order),
-        -- and only the rows skipped written back.
-        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.matched, simhash_dist = m.distance
-                          FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$s) AS keys,
-                                       pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
-                                  FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) a,
-                               LATERAL @extschema@._simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
-                         WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
-                       work, format('SELECT %s, t.%I FROM %s t', tkey, fp_col, target), k, bkey);
+    IF citus_target THEN
+        -- The rows of every shard, as its node's statistics have them; a
+        -- shard never analyzed makes the sum unknown. Citus puts each
+        -- shard's name into the command with format(), so %L makes it a
+        -- quoted literal, whatever the name holds.
+        EXECUTE 'SELECT pg_catalog.count(*)::integer,
+                        CASE WHEN pg_catalog.bool_and(x OPERATOR(pg_catalog.>=) 0) THEN pg_catalog.sum(x) ELSE -1 END
+                   FROM (SELECT CASE WHEN r.success THEN r.result::pg_catalog.float8 ELSE -1 END AS x
+                           FROM pg_catalog.run_command_on_shards($1,
+                                $c$SELECT reltuples FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) %L::pg_catalog.regclass$c$) r) s'
+            INTO shards, target_rows USING target;
     ELSE
-        -- The copies, by a sort of (simhash_n, fingerprint[, text]) only:
-        -- the wide rows stay where they are, in the batch's order, and are
-        -- not sorted back for the insert.
-        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_first = f.first
-                          FROM (SELECT simhash_n, pg_catalog.min(simhash_n) OVER (PARTITION BY simhash_fp%2$s) AS first
-                                  FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) f
-                         WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
-                       work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
-        IF NOT citus_target THEN
-            -- The smallest key matched (NULL last), as a read-once load
-            -- reports it. OFFSET 0 keeps the sort out of the search: else
-            -- the planner may walk the key's index in order, filtering
-            -- every row, hoping for an early match.
-            EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                              FROM (SELECT s2.simhash_n, t.key, (t.fp OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                      FROM pg_temp.%1$I s2, LATERAL (SELECT c.key, c.fp FROM ((SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
-                                           WHERE %7$s %6$s OFFSET 0) %8$s) c
-                                           ORDER BY 1 NULLS LAST LIMIT 1) t
-                                     WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
-                             WHERE s.simhash_n = m.simhash_n',
-                           work, tkey, fp_col, target, k, verify_ts, cand_ts,
-                           CASE WHEN lsh_ts IS NULL THEN ''
-                                ELSE format('UNION ALL (SELECT %s, t.%I FROM %s t WHERE %s %s)', tkey, fp_col, target, lsh_ts, verify_ts) END);
-        ELSE
-            -- A Citus table: Citus sends the work table's fingerprints (and
-            -- texts when verifying, nothing else) to every worker, each joins them with its shards through
-            -- their band indexes (and verifies there), and the matches come
-            -- back; the smallest key a row matched is the one reported.
-            -- The matches go into a table of their own first: Citus plans
-            -- a join of the temporary work table with a reference table
-            -- in a SELECT, not in an UPDATE ("relation ... is not
-            -- distributed").
-            EXECUTE format('CREATE TEMP TABLE %8$I AS SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
-                                      FROM (SELECT s2.simhash_n, %2$s AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
-                                              FROM %4$s t JOIN (SELECT simhash_n, simhash_fp, simhash_keys %7$s FROM pg_temp.%1$I
-                                                                 WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
-                                                ON %9$s %6$s) c
-                                     ORDER BY c.simhash_n, c.key',
-                           work, tkey, fp_col, target, k, verify_ts,
-                           CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END,
-                           work || '_m',
-                           CASE WHEN lsh_ts IS NULL THEN cand_ts
-                                ELSE format('(%s OR (%s))', cand_ts, lsh_ts) END);
-            EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
-                              FROM pg_temp.%2$I m WHERE s.simhash_n = m.simhash_n', work, work || '_m');
-            EXECUTE format('DROP TABLE pg_temp.%I', work || '_m');
-        END IF;
-        -- Within k of an earlier kept row of the batch: the pairs within k
-        -- among the rows the target left (first copies only), found in memory
-        -- (_simhash_near_pairs) and verified on their texts when asked, then,
-        -- in order, each row with an earlier neighbour that was kept is
-        -- skipped (_simhash_skipped_in_order).
-        IF lsh IS NOT NULL THEN
-            -- The batch's pairs that share a key (same band) and are past
-            -- k (within k the fingerprint's pairs hold them), with the
-            -- 5-gram Jaccard of the second source; the similarity is
-            -- verified below as for every pair.
-            lsh_pairs := format(' UNION SELECT kp.later, kp.earlier
-                                    FROM (SELECT b.simhash_n AS later, a.simhash_n AS earlier
-                                            FROM (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
-                                                         pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
-                                                   WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
-                                                     AND w.simhash_fp IS NOT NULL) a
-                                            JOIN (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
-                                                         pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
-                                                   WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
-                                                     AND w.simhash_fp IS NOT NULL) b
-                                              ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
-                                             AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n
-                                           GROUP BY b.simhash_n, a.simhash_n
-                                          HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()) kp
-                                    JOIN pg_temp.%1$I kx ON kx.simhash_n OPERATOR(pg_catalog.=) kp.earlier
-                                    JOIN pg_temp.%1$I ky ON ky.simhash_n OPERATOR(pg_catalog.=) kp.later
-                                   WHERE @extschema@.hamming(kx.simhash_fp, ky.simhash_fp) OPERATOR(pg_catalog.>) %2$s
-                                     AND kx.%3$I IS NOT NULL AND ky.%3$I IS NOT NULL
-                                     AND @extschema@.simhash_jaccard(kx.%3$I, ky.%3$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
-                                work, k, text_col);
-        END IF;
-        IF text_col IS NOT NULL THEN
-            verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
-                                     JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
-                                    WHERE true %2$s', work, verify_xy);
-        END IF;
-        -- Unverified, the order rule is settled without holding the
-        -- pairs (_simhash_batch_order); verified, the pairs are held (at
-        -- most simhash.load_memory) to be verified on their texts.
-        EXECUTE format(
-            'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$s,
-                    simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
-               FROM (SELECT r.skipped, r.matched
-                       FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
-                               FROM pg_temp.%1$I
-                              WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a, %5$s) r,
-                    pg_temp.%1$I m
-              WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
-            work, bkey, k, verify_pairs,
-            CASE WHEN text_col IS NULL
-                 THEN format('LATERAL @extschema@._simhash_batch_order(a.ns, a.fps, %s) r', k)
-                 ELSE format('LATERAL (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
-                                         FROM (SELECT np.later, np.earlier FROM @extschema@._simhash_near_pairs(a.ns, a.fps, %s) np %s) p %s) q,
-                              LATERAL @extschema@._simhash_skipped_in_order(q.later, q.earlier) r', k, lsh_pairs, verify_pairs) END);
-        -- Each later copy: skipped for its first copy when that was kept (the
-        -- earliest kept row it matches), else for what the first copy matched.
-        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
-                               simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$s END,
-                               simhash_dist = CASE WHEN f.simhash_skip THEN f.simhash_dist ELSE 0 END
-                          FROM pg_temp.%1$I f
-                         WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
-                           AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
-                       work, bkey);
+        SELECT c.reltuples INTO target_rows FROM pg_class c WHERE c.oid = target;
     END IF;
-    -- Under REPEATABLE READ and SERIALIZABLE the checks above saw the
-    -- target as the transaction's snapshot shows it, which may be older
-    -- than the lock: a row committed since (by a load or an insert this
-    -- one waited for) is not in it. Such a row within k of the batch is
-    -- looked for with a snapshot taken now, and the load fails with 40001
-    -- as an insert into a unique index fails against a row its snapshot
-    -- cannot see: retry the transaction. (Citus: each worker's snapshot is
-    -- its own; not checked.)
-    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
-       AND NOT citus_target
-       AND @extschema@._simhash_latest_rows(format(
-               'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM ((SELECT FROM %4$s t
-                   WHERE %7$s
-                     AND @extschema@._simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %6$s OFFSET 0) %8$s) c LIMIT 1) t
-                 WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
-               work, key_col, fp_col, target, k, verify_ts, cand_ts,
-               CASE WHEN lsh_ts IS NULL THEN ''
-                    ELSE format('UNION ALL (SELECT FROM %s t WHERE %s AND @extschema@._simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %s)',
-                                target, lsh_ts, verify_ts) END)) THEN
+    RETURN target_rows OPERATOR(pg_catalog.>=) 0
+           AND @extschema@._simhash_load_scans(target_rows, batch_rows, k, shards);
+END
+$$;
+
+-- 6a. Read once: the whole batch settled in memory in one pass (its
+-- copies, its check against the target, its pairs, their order), and only
+-- the rows skipped written back.
+CREATE FUNCTION _simhash_load_read_once(target regclass, work text, k integer, fp_col name,
+                                        bkey text, tkey text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.matched, simhash_dist = m.distance
+                      FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(%4$s) AS keys,
+                                   pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                              FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) a,
+                           LATERAL @extschema@._simhash_batch_skips(%2$L, a.ns, a.keys, a.fps, %3$s) m
+                     WHERE s.simhash_n OPERATOR(pg_catalog.=) m.n',
+                   work, format('SELECT %s, t.%I FROM %s t', tkey, fp_col, target), k, bkey);
+END
+$$;
+
+-- 6b. Probed: the batch's exact copies found, then each first copy
+-- looked up in the target's band indexes (and, with the second source,
+-- its GIN index of keys), verified when asked; the smallest key matched
+-- (NULL last) is the one reported, as a read-once load reports it.
+CREATE FUNCTION _simhash_load_probe(target regclass, work text, fp_col name, text_col name,
+                                    citus_target boolean, tkey text,
+                                    cand_ts text, lsh_ts text, verify_ts text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- The copies, by a sort of (simhash_n, fingerprint[, text]) only: the
+    -- wide rows stay where they are, in the batch's order.
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_first = f.first
+                      FROM (SELECT simhash_n, pg_catalog.min(simhash_n) OVER (PARTITION BY simhash_fp%2$s) AS first
+                              FROM pg_temp.%1$I WHERE simhash_fp IS NOT NULL) f
+                     WHERE s.simhash_n OPERATOR(pg_catalog.=) f.simhash_n AND f.first OPERATOR(pg_catalog.<>) f.simhash_n',
+                   work, CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END);
+    IF NOT citus_target THEN
+        -- OFFSET 0 keeps the sort out of the search: else the planner may
+        -- walk the key's index in order, filtering every row.
+        EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                          FROM (SELECT s2.simhash_n, t.key, (t.fp OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                  FROM pg_temp.%1$I s2, LATERAL (SELECT c.key, c.fp FROM ((SELECT %2$s AS key, t.%3$I AS fp FROM %4$s t
+                                       WHERE %6$s %5$s OFFSET 0) %7$s) c
+                                       ORDER BY 1 NULLS LAST LIMIT 1) t
+                                 WHERE s2.simhash_first OPERATOR(pg_catalog.=) s2.simhash_n) m
+                         WHERE s.simhash_n = m.simhash_n',
+                       work, tkey, fp_col, target, verify_ts, cand_ts,
+                       CASE WHEN lsh_ts IS NULL THEN ''
+                            ELSE format('UNION ALL (SELECT %s, t.%I FROM %s t WHERE %s %s)', tkey, fp_col, target, lsh_ts, verify_ts) END);
+        RETURN;
+    END IF;
+    -- A Citus table: Citus sends the work table's fingerprints (and texts
+    -- when verifying, nothing else) to every worker, each joins them with
+    -- its shards through their band indexes (and verifies there), and the
+    -- matches come back. They go into a table of their own first: Citus
+    -- plans a join of the temporary work table with a reference table in
+    -- a SELECT, not in an UPDATE ("relation ... is not distributed").
+    EXECUTE format('CREATE TEMP TABLE %7$I AS SELECT DISTINCT ON (c.simhash_n) c.simhash_n, c.key, c.dist
+                              FROM (SELECT s2.simhash_n, %2$s AS key, (t.%3$I OPERATOR(@extschema@.<~>) s2.simhash_fp) AS dist
+                                      FROM %4$s t JOIN (SELECT simhash_n, simhash_fp, simhash_keys %6$s FROM pg_temp.%1$I
+                                                         WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n) s2
+                                        ON %8$s %5$s) c
+                             ORDER BY c.simhash_n, c.key',
+                   work, tkey, fp_col, target, verify_ts,
+                   CASE WHEN text_col IS NOT NULL THEN format(', %I', text_col) ELSE '' END,
+                   work || '_m',
+                   CASE WHEN lsh_ts IS NULL THEN cand_ts ELSE format('(%s OR (%s))', cand_ts, lsh_ts) END);
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.key, simhash_dist = m.dist
+                      FROM pg_temp.%2$I m WHERE s.simhash_n = m.simhash_n', work, work || '_m');
+    EXECUTE format('DROP TABLE pg_temp.%I', work || '_m');
+END
+$$;
+
+-- 7a. The batch's pairs that share a key of the second source (same band)
+-- and are past k (within k the fingerprint's pairs hold them), with the
+-- 5-gram Jaccard, among the first copies the target left: SQL to add to
+-- the pairs by UNION. The similarity is verified with every pair's.
+CREATE FUNCTION _simhash_load_key_pairs(work text, k integer, text_col name)
+    RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path = pg_catalog, pg_temp
+RETURN pg_catalog.format(' UNION SELECT kp.later, kp.earlier
+      FROM (SELECT b.simhash_n AS later, a.simhash_n AS earlier
+              FROM (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
+                           pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
+                     WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
+                       AND w.simhash_fp IS NOT NULL) a
+              JOIN (SELECT w.simhash_n, u.key, u.band FROM pg_temp.%1$I w,
+                           pg_catalog.unnest(w.simhash_keys) WITH ORDINALITY u(key, band)
+                     WHERE w.simhash_first OPERATOR(pg_catalog.=) w.simhash_n AND NOT w.simhash_skip
+                       AND w.simhash_fp IS NOT NULL) b
+                ON b.key OPERATOR(pg_catalog.=) a.key AND b.band OPERATOR(pg_catalog.=) a.band
+               AND b.simhash_n OPERATOR(pg_catalog.>) a.simhash_n
+             GROUP BY b.simhash_n, a.simhash_n
+            HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()) kp
+      JOIN pg_temp.%1$I kx ON kx.simhash_n OPERATOR(pg_catalog.=) kp.earlier
+      JOIN pg_temp.%1$I ky ON ky.simhash_n OPERATOR(pg_catalog.=) kp.later
+     WHERE @extschema@.hamming(kx.simhash_fp, ky.simhash_fp) OPERATOR(pg_catalog.>) %2$s
+       AND kx.%3$I IS NOT NULL AND ky.%3$I IS NOT NULL
+       AND @extschema@.simhash_jaccard(kx.%3$I, ky.%3$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
+    work, k, text_col);
+
+-- 7b. Within k of an earlier kept row of the batch: the pairs within k
+-- among the first copies the target left, in order, each row with an
+-- earlier neighbour that was kept skipped. Unverified, the order rule is
+-- settled without holding the pairs (_simhash_batch_order); verified, the
+-- pairs (_simhash_near_pairs, and those of the keys) are held, at most
+-- simhash.load_memory, to be verified on their texts
+-- (_simhash_skipped_in_order). Then each later copy: skipped for its
+-- first copy when that was kept, else for what the first copy matched.
+CREATE FUNCTION _simhash_load_within_batch(work text, k integer, text_col name, lsh name,
+                                           bkey text, verify_xy text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    verify_pairs text := '';
+    lsh_pairs text := '';
+BEGIN
+    IF lsh IS NOT NULL THEN
+        lsh_pairs := @extschema@._simhash_load_key_pairs(work, k, text_col);
+    END IF;
+    IF text_col IS NOT NULL THEN
+        verify_pairs := format(' JOIN pg_temp.%1$I x ON x.simhash_n OPERATOR(pg_catalog.=) p.earlier
+                                 JOIN pg_temp.%1$I y ON y.simhash_n OPERATOR(pg_catalog.=) p.later
+                                WHERE true %2$s', work, verify_xy);
+    END IF;
+    EXECUTE format(
+        'UPDATE pg_temp.%1$I s SET simhash_skip = true, simhash_match = m.%2$s,
+                simhash_dist = (m.simhash_fp OPERATOR(@extschema@.<~>) s.simhash_fp)
+           FROM (SELECT r.skipped, r.matched
+                   FROM (SELECT pg_catalog.array_agg(simhash_n) AS ns, pg_catalog.array_agg(simhash_fp::pg_catalog.int8) AS fps
+                           FROM pg_temp.%1$I
+                          WHERE simhash_first OPERATOR(pg_catalog.=) simhash_n AND NOT simhash_skip) a, %3$s) r,
+                pg_temp.%1$I m
+          WHERE s.simhash_n OPERATOR(pg_catalog.=) r.skipped AND m.simhash_n OPERATOR(pg_catalog.=) r.matched',
+        work, bkey,
+        CASE WHEN text_col IS NULL
+             THEN format('LATERAL @extschema@._simhash_batch_order(a.ns, a.fps, %s) r', k)
+             ELSE format('LATERAL (SELECT pg_catalog.array_agg(p.later) AS later, pg_catalog.array_agg(p.earlier) AS earlier
+                                     FROM (SELECT np.later, np.earlier FROM @extschema@._simhash_near_pairs(a.ns, a.fps, %s) np %s) p %s) q,
+                          LATERAL @extschema@._simhash_skipped_in_order(q.later, q.earlier) r', k, lsh_pairs, verify_pairs) END);
+    EXECUTE format('UPDATE pg_temp.%1$I s SET simhash_skip = true,
+                           simhash_match = CASE WHEN f.simhash_skip THEN f.simhash_match ELSE f.%2$s END,
+                           simhash_dist = CASE WHEN f.simhash_skip THEN f.simhash_dist ELSE 0 END
+                      FROM pg_temp.%1$I f
+                     WHERE f.simhash_n OPERATOR(pg_catalog.=) s.simhash_first
+                       AND s.simhash_first OPERATOR(pg_catalog.<>) s.simhash_n',
+                   work, bkey);
+END
+$$;
+
+-- 8. Under REPEATABLE READ and SERIALIZABLE the searches saw the target as
+-- the transaction's snapshot shows it, which may be older than the lock: a
+-- row committed since (by a load or an insert this one waited for) is not
+-- in it. Such a row within k of the batch is looked for with a snapshot
+-- taken now, and the load fails with 40001, as an insert into a unique
+-- index fails against a row its snapshot cannot see: retry the
+-- transaction. (Citus: each worker's snapshot is its own; not checked.)
+CREATE FUNCTION _simhash_load_unseen(target regclass, work text, k integer,
+                                     cand_ts text, lsh_ts text, verify_ts text)
+    RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF @extschema@._simhash_latest_rows(format(
+           'SELECT FROM pg_temp.%1$I s2, LATERAL (SELECT FROM ((SELECT FROM %2$s t
+               WHERE %3$s
+                 AND @extschema@._simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %4$s OFFSET 0) %5$s) c LIMIT 1) t
+             WHERE s2.simhash_fp IS NOT NULL LIMIT 1',
+           work, target, cand_ts, verify_ts,
+           CASE WHEN lsh_ts IS NULL THEN ''
+                ELSE format('UNION ALL (SELECT FROM %s t WHERE %s AND @extschema@._simhash_xid_unseen(t.xmin::pg_catalog.text::pg_catalog.int8) %s)',
+                            target, lsh_ts, verify_ts) END)) THEN
         RAISE EXCEPTION 'could not serialize access due to concurrent update'
             USING ERRCODE = '40001',
                   DETAIL = format('simhash_insert_new: a row of %s within distance %s of the batch was committed after this transaction''s snapshot was taken.', target, k),
                   HINT = 'Retry the transaction, or load under READ COMMITTED, where the load checks what is committed when it holds the lock.';
     END IF;
-    -- A BEFORE INSERT row trigger of the target (or of a partition) other
-    -- than the guard may change a row after the check: then the stored
-    -- fingerprints are compared with the ones checked, and a load whose
-    -- rows went in with others fails whole.
+END
+$$;
+
+-- 9. The rows kept, inserted in the load's order with the caller's
+-- search_path, as a plain INSERT would run: the target's triggers find
+-- what they name as they do there (the statement names nothing itself:
+-- tables qualified, no functions or operators). A BEFORE INSERT row
+-- trigger other than the guard may change a row after the check: then
+-- the stored fingerprints (and texts, when verifying: a trigger could
+-- rewrite the text and keep a fingerprint the application wrote) are
+-- compared with the ones checked, and the load fails whole. Returns the
+-- rows inserted.
+CREATE FUNCTION _simhash_load_insert(target regclass, work text, cols text, fp_col name,
+                                     text_col name, caller_path text)
+    RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    triggered boolean;
+    n_in bigint;
+    n_changed bigint := 0;
+BEGIN
     triggered := EXISTS (SELECT FROM pg_trigger g
                WHERE (g.tgrelid = target OR g.tgrelid IN (SELECT p.relid FROM pg_partition_tree(target) p))
                  AND NOT g.tgisinternal AND g.tgenabled <> 'D'
                  AND g.tgtype::integer & 7 = 7
                  AND g.tgfoid <> '@extschema@.simhash_near_unique()'::regprocedure);
-    -- The insert, with the caller's search_path (see above).
     PERFORM set_config('search_path', caller_path, true);
     IF triggered THEN
-        -- The fingerprint, and the text when verifying (a trigger could
-        -- rewrite the text and keep a fingerprint the application wrote).
         EXECUTE pg_catalog.format('WITH ins AS (INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_temp.%3$I WHERE NOT simhash_skip
                                      ORDER BY simhash_n RETURNING %4$I%5$s)
                         SELECT (SELECT pg_catalog.count(*) FROM ins),
@@ -1053,29 +1130,96 @@ BEGIN
                                                         EXCEPT ALL SELECT simhash_fp%5$s FROM pg_temp.%3$I WHERE NOT simhash_skip) x)',
                        target, cols, work, fp_col,
                        CASE WHEN text_col IS NULL THEN '' ELSE pg_catalog.format(', %I', text_col) END) INTO n_in, n_changed;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-        IF n_changed OPERATOR(pg_catalog.>) 0 THEN
-            RAISE EXCEPTION 'simhash_insert_new: a trigger on % changed the fingerprint or the text of % rows after they were checked', target, n_changed
-                USING ERRCODE = '55000',
-                      HINT = 'The load checks the rows as the source gives them; load through a staging step that applies the change first, or disable that trigger for the load.';
-        END IF;
     ELSE
         EXECUTE pg_catalog.format('INSERT INTO %s (%s) SELECT %s FROM pg_temp.%I WHERE NOT simhash_skip ORDER BY simhash_n',
                                   target, cols, cols, work);
         GET DIAGNOSTICS n_in = ROW_COUNT;
-        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    IF n_changed > 0 THEN
+        RAISE EXCEPTION 'simhash_insert_new: a trigger on % changed the fingerprint or the text of % rows after they were checked', target, n_changed
+            USING ERRCODE = '55000',
+                  HINT = 'The load checks the rows as the source gives them; load through a staging step that applies the change first, or disable that trigger for the load.';
+    END IF;
+    RETURN n_in;
+END
+$$;
+
+-- 10. The rows skipped: counted, and written to skipped_into (with the
+-- caller's search_path too: its triggers find what they name as under a
+-- plain INSERT); then the work table goes. Returns the rows skipped.
+CREATE FUNCTION _simhash_load_report(work text, skipped_into regclass, bkey text, caller_path text)
+    RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n_skip bigint;
+BEGIN
     EXECUTE format('SELECT count(*) FROM pg_temp.%I WHERE simhash_skip', work) INTO n_skip;
     IF skipped_into IS NOT NULL THEN
-        -- With the caller's search_path too: skipped_into's triggers find
-        -- what they name as under a plain INSERT.
         PERFORM set_config('search_path', caller_path, true);
         EXECUTE pg_catalog.format('INSERT INTO %s (skipped, matched, distance) SELECT %s, simhash_match, simhash_dist
                           FROM pg_temp.%I WHERE simhash_skip ORDER BY simhash_n', skipped_into, bkey, work);
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     END IF;
     EXECUTE format('DROP TABLE pg_temp.%I', work);
-    PERFORM set_config('search_path', caller_path, true);
+    RETURN n_skip;
+END
+$$;
+
+CREATE FUNCTION simhash_insert_new(target regclass, source regclass, k integer DEFAULT 3,
+                                   order_by text DEFAULT NULL, fp_col name DEFAULT 'fp',
+                                   key_col name DEFAULT 'id', skipped_into regclass DEFAULT NULL,
+                                   text_col name DEFAULT NULL, threshold double precision DEFAULT NULL)
+    RETURNS TABLE (inserted bigint, skipped bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    -- Its search_path is pinned by its first statement rather than by a
+    -- SET clause, so that it can hand the caller's to the steps that
+    -- insert (9, 10).
+    -- JIT compiles each of its statements for longer than they run (0.17 s
+    -- of 2.0 s in bench/insert_new.sh).
+    SET jit = off
+    -- The threshold goes into its statements as text: with every digit.
+    SET extra_float_digits = 3
+AS $$
+DECLARE
+    caller_path text := pg_catalog.current_setting('search_path');
+    work text := 'simhash_insert_new_' OPERATOR(pg_catalog.||) pg_catalog.pg_backend_pid();
+    a record;  -- the arguments, checked (1)
+    c record;  -- the conditions of the searches (2)
+    s record;  -- the work table's shape (4)
+    batch_rows bigint;
+    read_once boolean := false;
+    n_in bigint;
+    n_skip bigint;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    SELECT * INTO a FROM @extschema@._simhash_load_args(target, source, k, fp_col, key_col, text_col, threshold);
+    SELECT * INTO c FROM @extschema@._simhash_load_conditions(k, fp_col, text_col, a.verify_threshold, a.lsh);
+    batch_rows := @extschema@._simhash_load_batch(target, source, work, order_by, fp_col, a.generated,
+        CASE WHEN a.lsh IS NULL THEN 'NULL::pg_catalog.int4[]'
+             ELSE format('@extschema@.simhash_lsh(s.%I)', text_col) END);
+    SELECT * INTO s FROM @extschema@._simhash_load_shape(target, work, key_col, text_col);
+    -- Against the target (the first of each set of copies only), then
+    -- within the batch; a verified load always probes.
+    IF text_col IS NULL THEN
+        read_once := @extschema@._simhash_load_reads_target(target, k, a.citus_target, batch_rows);
+    END IF;
+    IF read_once THEN
+        PERFORM @extschema@._simhash_load_read_once(target, work, k, fp_col, s.bkey, s.tkey);
+    ELSE
+        PERFORM @extschema@._simhash_load_probe(target, work, fp_col, text_col, a.citus_target, s.tkey,
+                                                c.cand_ts, c.lsh_ts, c.verify_ts);
+        PERFORM @extschema@._simhash_load_within_batch(work, k, text_col, a.lsh, s.bkey, c.verify_xy);
+    END IF;
+    IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
+       AND NOT a.citus_target THEN
+        PERFORM @extschema@._simhash_load_unseen(target, work, k, c.cand_ts, c.lsh_ts, c.verify_ts);
+    END IF;
+    n_in := @extschema@._simhash_load_insert(target, work, s.cols, fp_col, text_col, caller_path);
+    n_skip := @extschema@._simhash_load_report(work, skipped_into, s.bkey, caller_path);
+    PERFORM pg_catalog.set_config('search_path', caller_path, true);
     RETURN QUERY SELECT n_in, n_skip;
 END
 $$;
