@@ -60,13 +60,26 @@
 #   STAGES=1 bench/throughput.sh   also time the steps of the Rust
 #                                  fingerprint (NFKC, segmentation, IDF, ...)
 #   SIMD=avx2 bench/throughput.sh  cap the fingerprint's vector instructions
-#                                  at a level (baseline, avx2 or avx512;
-#                                  it can only lower what the processor
-#                                  has): SIMHASH_SIMD for the Rust
-#                                  binaries and for the server, which is
-#                                  restarted with it. Each figure names the
-#                                  kernels that ran (AVX-512, AVX2 or
-#                                  baseline); ClickHouse picks its own
+#                                  at a level (baseline, avx2,
+#                                  avx512-novbmi or avx512; it can only
+#                                  lower what the processor has;
+#                                  avx512-novbmi is AVX-512 as on a
+#                                  processor without VBMI): SIMHASH_SIMD
+#                                  for the Rust binaries and for the
+#                                  server, which is restarted with it.
+#                                  Each figure names the kernels that ran
+#                                  and the processor (its model, and which
+#                                  of avx2, avx512f/bw/vl and avx512vbmi it
+#                                  has); ClickHouse picks its own
+#   SQL=0 bench/throughput.sh      the Rust core against ngramSimHashUTF8
+#                                  only: no PostgreSQL (nothing installed,
+#                                  no cluster started), and SIMD may name
+#                                  several levels, which then run side by
+#                                  side, interleaved with ClickHouse in
+#                                  each round (the fingerprint the median
+#                                  of three passes a round, as
+#                                  ClickHouse's of three runs):
+#                                    SQL=0 ROUNDS=9 SIMD="avx2 avx512-novbmi avx512" bench/throughput.sh
 #   COMPRESSION=lz4 bench/throughput.sh
 #                                  store the texts with lz4 instead of
 #                                  PostgreSQL's default pglz (the column's
@@ -86,19 +99,37 @@ ROUNDS=${ROUNDS:-5}
 COMPRESSION=${COMPRESSION:-pglz}
 case "$COMPRESSION" in pglz | lz4) ;; *) die "COMPRESSION must be pglz or lz4, not '$COMPRESSION'" ;; esac
 SIMD=${SIMD:-}
-case "$SIMD" in '' | baseline | avx2 | avx512) ;; *) die "SIMD must be baseline, avx2 or avx512, not '$SIMD'" ;; esac
+SQL=${SQL:-1}
+case "$SQL" in 0 | 1) ;; *) die "SQL must be 0 or 1, not '$SQL'" ;; esac
+for l in $SIMD; do
+    case "$l" in baseline | avx2 | avx512-novbmi | avx512) ;; *) die "SIMD must be baseline, avx2, avx512-novbmi or avx512, not '$l'" ;; esac
+done
+[ "$SQL" = 0 ] || [ "$(wc -w <<<"$SIMD")" -le 1 ] || die "several levels in SIMD only with SQL=0"
 # The cap, for the binaries and for the server (scripts/common.sh's
-# start_cluster passes it on).
-if [ -n "$SIMD" ]; then export SIMHASH_SIMD=$SIMD; fi
+# start_cluster passes it on); with SQL=0 the levels are asked for one by
+# one instead.
+if [ -n "$SIMD" ] && [ "$SQL" = 1 ]; then export SIMHASH_SIMD=$SIMD; fi
 # The kernels of a level's name, as the figures name them.
 kernels_of() {
     case $1 in
-        avx512) echo AVX-512 ;;
+        avx512) echo "AVX-512 with VBMI" ;;
+        avx512-novbmi) echo "AVX-512 without VBMI" ;;
         avx2) echo AVX2 ;;
         baseline) echo baseline ;;
         *) echo "unknown ($1)" ;;
     esac
 }
+# The processor: its model, and which of the flags that pick the kernels
+# it has (a flag it lacks is shown with a minus).
+processor() {
+    local model flags='' f
+    model=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+    for f in avx2 avx512f avx512bw avx512vl avx512vbmi; do
+        if grep -qw "$f" /proc/cpuinfo 2>/dev/null; then flags="$flags $f"; else flags="$flags -$f"; fi
+    done
+    echo "${model:-unknown model}:$flags"
+}
+PROCESSOR=$(processor)
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 [ -f "$CORPUS" ] || die "corpus not found: $CORPUS (give a JSON-lines file, gzip'd or not, as the first argument)"
 CORPUS=$(cd "$(dirname "$CORPUS")" && pwd)/$(basename "$CORPUS")
@@ -124,6 +155,52 @@ log "building the baseline (cargo build --release -p simhash-bench)"
 cargo build --release --quiet -p simhash-bench
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/segment-throughput
 [ -x "$BIN" ] || die "no binary at $BIN"
+
+# The value of KEY in key=value lines on stdin.
+value() { sed -n "s/^$1=//p" | head -n 1; }
+# The median of the numbers on stdin, one a line.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+STAGES_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/fingerprint-stages
+[ -x "$STAGES_BIN" ] || die "no binary at $STAGES_BIN"
+
+if [ "$SQL" = 0 ]; then
+    # The Rust core at each level against ngramSimHashUTF8, no PostgreSQL.
+    [ -n "$SIMD" ] || SIMD=$("$STAGES_BIN" --rounds 1 <"$CORPUS" | value simd)
+    levels=$(tr -s ' ' ',' <<<"$SIMD" | sed 's/^,//; s/,$//')
+    log "the Rust core at $levels against ngramSimHashUTF8, $ROUNDS interleaved rounds (processor: $PROCESSOR)"
+    CHDB_PYTHON=$(chdb_python)
+    first=$("$BIN" --rounds 1 --levels "$levels" <"$CORPUS")
+    docs=$(value docs <<<"$first")
+    bytes=$(value bytes <<<"$first")
+    ch_first=$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1 ngram)
+    [ "$(value docs <<<"$ch_first") $(value bytes <<<"$ch_first")" = "$docs $bytes" ] \
+        || die "chDB read $(value docs <<<"$ch_first") texts of $(value bytes <<<"$ch_first") bytes, the binary $docs of $bytes"
+    declare -A fp_of
+    ngram=()
+    for ((i = 1; i <= ROUNDS; i++)); do
+        out=$("$BIN" --rounds 1 --levels "$levels" <"$CORPUS")
+        line="round $i/$ROUNDS:"
+        for l in $SIMD; do
+            fp_of[$l]+="$(value "fingerprint_${l}_s" <<<"$out") "
+            line="$line $l $(value "fingerprint_${l}_s" <<<"$out") s,"
+        done
+        ngram+=("$(value ngram_s <<<"$("$CHDB_PYTHON" "$ROOT/bench/chdb_simhash.py" "$CORPUS" 1 ngram)")")
+        log "$line ngramSimHashUTF8 ${ngram[-1]} s"
+    done
+    ngram_s=$(printf '%s\n' "${ngram[@]}" | median)
+    echo
+    echo "== the Rust core against ngramSimHashUTF8: median of $ROUNDS interleaved rounds, one core, no PostgreSQL =="
+    awk -v name="$NAME" -v docs="$docs" -v bytes="$bytes" 'BEGIN {
+        printf "corpus                  %s: %d texts, %.3f MB of UTF-8 (1 MB = 10^6 bytes)\n", name, docs, bytes / 1e6 }'
+    awk -v ngram="$ngram_s" -v bytes="$bytes" 'BEGIN {
+        printf "ngramSimHashUTF8        %7.2f MB/s  (%.4f s; ClickHouse in chDB, max_threads = 1, Memory table)\n", bytes / 1e6 / ngram, ngram }'
+    for l in $SIMD; do
+        s=$(tr ' ' '\n' <<<"${fp_of[$l]}" | grep . | median)
+        awk -v l="$l" -v k="$(kernels_of "$l")" -v s="$s" -v ngram="$ngram_s" -v bytes="$bytes" -v cpu="$PROCESSOR" 'BEGIN {
+            printf "rust fingerprint %-14s %7.2f MB/s  (%.4f s)  ratio rust/ngram %5.2f  [%s; %s]\n", l, bytes / 1e6 / s, s, ngram / s, k, cpu }'
+    done
+    exit 0
+fi
 
 bench_db
 # What the server was started with: its postmaster's environment.
@@ -168,15 +245,9 @@ BEGIN
 END
 $$;
 SQL
-STAGES_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/fingerprint-stages
-[ -x "$STAGES_BIN" ] || die "no binary at $STAGES_BIN"
 
 # One run of the baseline binary: its key=value lines.
 run_rust() { zcat -f -- "$CORPUS" | "$BIN" --rounds 1 "${stage_flag[@]}"; }
-# The value of KEY in key=value lines on stdin.
-value() { sed -n "s/^$1=//p" | head -n 1; }
-# The median of the numbers on stdin, one a line.
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 log "warming up, and checking that SQL and Rust give the same fingerprints"
 first=$(run_rust)
@@ -191,7 +262,7 @@ read -r sql_fps sql_xor < <(psql_db -F ' ' -c "SET max_parallel_workers_per_gath
 # The level the Rust binary used: the server, on the same processor with
 # the same SIMHASH_SIMD, detects the same.
 level=$(value simd <<<"$first")
-KERNELS=$(kernels_of "$level")
+KERNELS="$(kernels_of "$level"); $PROCESSOR"
 log "kernels: $KERNELS (processor: $(instruction_set); SIMHASH_SIMD ${SIMHASH_SIMD:-unset}, the server's too)"
 rust_fps=$(value fingerprints <<<"$first")
 rust_xor=$(value fingerprint_xor <<<"$first")

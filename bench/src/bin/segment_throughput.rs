@@ -33,8 +33,18 @@
 //! UTF-8 bytes, with 1 MB = 10^6 bytes; with several rounds the summary
 //! keys hold the median round.
 //!
+//! With `--levels avx2,avx512-novbmi,avx512` it times only the
+//! fingerprint, at each of the levels of vector instructions named
+//! (`simhash_core::cpu::Simd`; each must be one the processor has, as
+//! capped by `SIMHASH_SIMD`), side by side in the same process: each
+//! round takes every level in turn (the order rotated from round to
+//! round), each the median of three passes over the texts, and prints
+//! `fingerprint_<level>_s` per round and their medians; every level must
+//! give the same fingerprints (their count and XOR are printed once).
+//!
 //! ```text
 //! zcat corpus.jsonl.gz | segment-throughput [--rounds N] [--stages]
+//! zcat corpus.jsonl.gz | segment-throughput [--rounds N] --levels L1,L2,...
 //! ```
 
 use std::hint::black_box;
@@ -45,6 +55,7 @@ use std::time::Instant;
 use jieba_rs::Jieba;
 use serde::Deserialize;
 use simhash_core::accumulate::Accumulator;
+use simhash_core::cpu::Simd;
 use simhash_core::text::{for_each_piece, is_han, MAX_PIECE_CHARS};
 use simhash_core::{Fingerprinter, Version};
 
@@ -56,16 +67,19 @@ struct Doc {
 struct Options {
     rounds: usize,
     stages: bool,
+    levels: Vec<Simd>,
 }
 
 fn usage() -> String {
-    "usage: segment-throughput [--rounds N] [--stages] < corpus.jsonl".to_owned()
+    "usage: segment-throughput [--rounds N] [--stages | --levels L1,L2,...] < corpus.jsonl"
+        .to_owned()
 }
 
 fn parse_args() -> Result<Options, String> {
     let mut opts = Options {
         rounds: 1,
         stages: false,
+        levels: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -78,6 +92,17 @@ fn parse_args() -> Result<Options, String> {
                 };
             }
             "--stages" => opts.stages = true,
+            "--levels" => {
+                let list = args.next().ok_or_else(usage)?;
+                for name in list.split(',') {
+                    let level = Simd::from_name(name.trim()).ok_or_else(|| {
+                        format!(
+                            "--levels: no level {name:?} (baseline, avx2, avx512-novbmi, avx512)"
+                        )
+                    })?;
+                    opts.levels.push(level);
+                }
+            }
             "-h" | "--help" => return Err(usage()),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
@@ -164,9 +189,80 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--levels`: the fingerprint alone at each level, side by side.
+fn run_levels(opts: &Options, texts: &[String]) -> Result<(), String> {
+    let bytes: usize = texts.iter().map(String::len).sum();
+    let mut levels = Vec::new();
+    for &level in &opts.levels {
+        let f = Fingerprinter::new().with_simd(level);
+        if f.simd() != level {
+            return Err(format!(
+                "--levels: {} is not there (the processor, capped by SIMHASH_SIMD, goes to {})",
+                level.name(),
+                Simd::detected().name()
+            ));
+        }
+        levels.push(f);
+    }
+    let pass = |f: &Fingerprinter| {
+        let mut found = (0usize, 0u64);
+        for text in texts {
+            if let Some(fp) = black_box(f.fingerprint_as(Version::V3, black_box(text))) {
+                found.0 += 1;
+                found.1 ^= fp;
+            }
+        }
+        found
+    };
+    let first = pass(&levels[0]);
+    for f in &levels {
+        // Warm-up, and the same fingerprints at every level.
+        if pass(f) != first {
+            return Err(format!("{} gives other fingerprints", f.simd().name()));
+        }
+    }
+    let out = io::stdout();
+    let mut out = out.lock();
+    let mut seconds = vec![Vec::new(); levels.len()];
+    for round in 0..opts.rounds {
+        let mut line = format!("round={}", round + 1);
+        for k in 0..levels.len() {
+            let l = (k + round) % levels.len();
+            let mut passes = [0.0; 3];
+            for p in &mut passes {
+                *p = time(|| {
+                    black_box(pass(&levels[l]));
+                });
+            }
+            let s = median(&passes);
+            seconds[l].push(s);
+            line.push_str(&format!(
+                " fingerprint_{}_s={s:.5}",
+                levels[l].simd().name()
+            ));
+        }
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    writeln!(out, "docs={}", texts.len()).map_err(|e| e.to_string())?;
+    writeln!(out, "bytes={bytes}").map_err(|e| e.to_string())?;
+    writeln!(out, "fingerprints={}", first.0).map_err(|e| e.to_string())?;
+    writeln!(out, "fingerprint_xor={}", first.1 as i64).map_err(|e| e.to_string())?;
+    for (f, s) in levels.iter().zip(&seconds) {
+        let s = median(s);
+        let name = f.simd().name();
+        writeln!(out, "fingerprint_{name}_s={s:.5}").map_err(|e| e.to_string())?;
+        writeln!(out, "fingerprint_{name}_mb_s={:.3}", bytes as f64 / 1e6 / s)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn run() -> Result<(), String> {
     let opts = parse_args()?;
     let texts = read_texts()?;
+    if !opts.levels.is_empty() {
+        return run_levels(&opts, &texts);
+    }
     let bytes: usize = texts.iter().map(String::len).sum();
     let chars: usize = texts.iter().map(|t| t.chars().count()).sum();
 
