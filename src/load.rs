@@ -29,6 +29,13 @@ fn simhash_skipped_in_order(
     if later.len() != earlier.len() {
         errors::pair_arrays_mismatch(later.len(), earlier.len());
     }
+    // The pairs held, within simhash.load_memory as the pairs found are
+    // (a verified load adds the second source's pairs to the
+    // fingerprint's), asked before they are allocated.
+    let (cap, cap_text) = load_memory();
+    if (later.len() as i64).saturating_mul(PAIR_BYTES) > cap {
+        errors::load_pairs_exceeded("_simhash_skipped_in_order", &cap_text);
+    }
     let mut pairs: Vec<(i64, i64)> = later
         .iter()
         .zip(earlier.iter())

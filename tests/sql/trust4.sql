@@ -83,6 +83,11 @@ SET simhash.load_memory = '1MB';
 SELECT count(*) FROM _simhash_near_pairs(
     (SELECT array_agg(i) FROM generate_series(1, 3000) i),
     (SELECT array_agg(i::bigint) FROM generate_series(1, 3000) i), 11);
+-- And the pairs the order rule is given (those of the fingerprint and of
+-- the second source's keys, which a verified load adds to them).
+SELECT count(*) FROM _simhash_skipped_in_order(
+    (SELECT array_agg(i + 1) FROM generate_series(1, 30000) i),
+    (SELECT array_agg(i) FROM generate_series(1, 30000) i));
 RESET simhash.load_memory;
 -- A load without verification settles its batch without holding the
 -- pairs: 3,000 fingerprints within 11 of each other, read once.

@@ -61,7 +61,11 @@ fn listed(architecture: &str, heading: &str) -> BTreeSet<String> {
             .step_by(2)
             .filter(|n| n.ends_with(".rs") || n.ends_with('/'))
             .collect();
-        let mut dir = if indented { folder.clone() } else { String::new() };
+        let mut dir = if indented {
+            folder.clone()
+        } else {
+            String::new()
+        };
         for name in names {
             if let Some(sub) = name.strip_suffix('/') {
                 if !indented {
