@@ -105,4 +105,47 @@ wait $writer
 echo "$out" | grep -q "40001" || die "a REPEATABLE READ load after an open insert of a near copy: no 40001 ($out)"
 [ "$(q -c "SELECT count(*) FROM ld")" = 1 ] || die "the near copy got in beside the insert it waited for"
 log "a REPEATABLE READ load older than an insert it waited for: 40001, nothing let in"
+
+# The same with the second source: the near copy the insert holds is one
+# only the candidate keys find (an English paragraph with 5% of its
+# letters changed, past distance 11). A verified REPEATABLE READ load
+# fails with 40001; under READ COMMITTED it waits, then skips the copy.
+original='The committee met on Tuesday to review the proposal for a new library in the north of the city. Members heard from residents who asked for longer opening hours, a reading room for children and a small cafe near the entrance. The architect showed drawings of a two storey building with large windows facing the park, and the treasurer said the cost would be shared by the council and a private foundation. A final vote is expected next month after a public consultation.'
+copy='The committee met on Tursday uo revbrw the ersposal fer d nsw library in the north of the city. Mdmbers heard from residents who asked bor longer openirg hours, a reading room for children and a small cafs near the entrance. The arcsitect showed drahings of a two snorjy buijding with large windows facing the park, and hhe treasurer saib the cost sould be shared by tme council and a private foundation. A finau vote is expected next month after a public consultation.'
+q >/dev/null <<SQL
+CREATE TABLE lk (id bigint, body text, fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('lk', 'fp', '4x16');
+SELECT simhash_add_lsh('lk', 'body');
+CREATE TABLE lk_one (id bigint, body text);
+INSERT INTO lk_one VALUES (1, '$copy');
+SQL
+[ "$(q -c "SELECT simhash('$original') <~> simhash('$copy') > 11")" = t ] \
+    || die "the paragraph and its copy are within 11: the case would not test the keys"
+for iso in "REPEATABLE READ" "READ COMMITTED"; do
+    q -c "TRUNCATE lk"
+    psql -X -q -At -d "$DB" >/dev/null <<SQL &
+BEGIN;
+INSERT INTO lk (id, body) VALUES (99, '$original');
+SELECT pg_sleep(1.5);
+COMMIT;
+SQL
+    writer=$!
+    sleep 0.5
+    out=$(psql -X -q -At -d "$DB" 2>&1 <<SQL || true
+\set VERBOSITY verbose
+BEGIN ISOLATION LEVEL $iso;
+SELECT count(*) FROM lk;
+SELECT * FROM simhash_insert_new('lk', 'lk_one', 11, 'id', text_col => 'body');
+COMMIT;
+SQL
+)
+    wait $writer
+    if [ "$iso" = "REPEATABLE READ" ]; then
+        echo "$out" | grep -q "40001" || die "a verified REPEATABLE READ load, a copy only the keys find: no 40001 ($out)"
+    else
+        echo "$out" | grep -q "^0|1$" || die "a verified READ COMMITTED load, a copy only the keys find: not skipped ($out)"
+    fi
+    [ "$(q -c "SELECT count(*) FROM lk")" = 1 ] || die "$iso: the copy only the keys find got in beside the insert it waited for"
+    log "$iso, a verified load of a copy only the second source finds, older than an insert it waited for: nothing let in"
+done
 psql -X -q -d postgres -c "DROP DATABASE $DB"
