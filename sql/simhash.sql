@@ -330,11 +330,28 @@ CREATE FUNCTION simhash_probe(tbl regclass, col text, fp simhash64, k integer) R
     AS 'MODULE_PATHNAME', 'simhash_probe_fn_wrapper'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
--- The layout simhash_add_bands chooses for a table of about this many
--- rows: '4x16' below 4,194,304 (2^22), '2x32' from there on.
-CREATE FUNCTION simhash_layout_for(rows double precision) RETURNS text
+-- The layout 'auto' chooses (docs/layouts.md) for a table of about rows
+-- rows of row_bytes heap bytes each, queried within distance k: of the
+-- layouts that answer k by probing, the one with the least estimated
+-- query time times the bytes a row takes with its indexes. k NULL: the
+-- session's simhash.verify_k (the rule of record's, 11 by default); above
+-- 11 as 11. row_bytes NULL: 0 (the indexes alone weighed). NULL for NULL
+-- rows.
+CREATE FUNCTION simhash_layout_for(rows double precision, k integer DEFAULT NULL,
+                                   row_bytes double precision DEFAULT NULL) RETURNS text
     AS 'MODULE_PATHNAME', 'simhash_layout_for_fn_wrapper'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    LANGUAGE C STABLE PARALLEL SAFE;
+
+-- What simhash_layout_for weighs, a row per layout: whether it answers k
+-- by probing, its estimated time per query, its index bytes per row, the
+-- time times the bytes a row takes with it (heap and index), and which
+-- one is chosen (the least; the leanest on a tie). No rows for NULL rows.
+CREATE FUNCTION simhash_layout_estimates(rows double precision, k integer DEFAULT NULL,
+                                         row_bytes double precision DEFAULT NULL)
+    RETURNS TABLE (layout text, serves boolean, probe_ms double precision,
+                   index_bytes double precision, cost double precision, chosen boolean)
+    AS 'MODULE_PATHNAME', 'simhash_layout_estimates_fn_wrapper'
+    LANGUAGE C STABLE PARALLEL SAFE;
 
 -- About how many rows a table has: its statistics (reltuples, summed over
 -- the leaf partitions), or a count(*) where it was never analyzed.
@@ -354,6 +371,47 @@ BEGIN
         EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
     END IF;
     RETURN coalesce(n_rows, 0);
+END
+$$;
+
+-- Why 'auto' gives a table the layout it does, for queries within k (NULL:
+-- simhash.verify_k): simhash_layout_estimates for the table's rows (its
+-- statistics, or a count where it was never analyzed; on Citus a count
+-- divided by the shards, each shard indexed and probed on its own) and
+-- its bytes a row (pg_table_size, TOAST included, summed over the leaf
+-- partitions; unknown on Citus, where the indexes alone are weighed).
+CREATE FUNCTION simhash_layout_choice(tbl regclass, k integer DEFAULT NULL)
+    RETURNS TABLE (layout text, serves boolean, probe_ms double precision,
+                   index_bytes double precision, cost double precision, chosen boolean,
+                   table_rows double precision, row_bytes double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shards bigint := 0;
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'the table must not be NULL' USING ERRCODE = '22023';
+    END IF;
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = $1'
+            INTO shards USING tbl;
+    END IF;
+    IF shards > 0 THEN
+        EXECUTE format('SELECT count(*) FROM %s', tbl) INTO table_rows;
+        table_rows := table_rows / shards;
+        row_bytes := NULL;
+    ELSE
+        table_rows := @extschema@._simhash_table_rows(tbl);
+        SELECT sum(pg_table_size(cl.oid)) INTO row_bytes
+        FROM pg_class cl
+        WHERE (cl.oid = tbl AND cl.relkind <> 'p')
+           OR cl.oid IN (SELECT pt.relid FROM pg_partition_tree(tbl) pt WHERE pt.isleaf);
+        row_bytes := CASE WHEN table_rows >= 1 THEN row_bytes / table_rows END;
+    END IF;
+    RETURN QUERY
+        SELECT e.layout, e.serves, e.probe_ms, e.index_bytes, e.cost, e.chosen, table_rows, row_bytes
+        FROM @extschema@.simhash_layout_estimates(table_rows, k, row_bytes) e;
 END
 $$;
 
@@ -403,9 +461,9 @@ $$;
 -- The DDL that gives a column the band indexes of a layout: CREATE INDEX
 -- for each part that has no usable index, then DROP INDEX for the band
 -- indexes of other layouts and for invalid ones (a failed concurrent
--- build leaves one). layout: 'auto' (simhash_layout_for the table's rows:
--- its statistics, or a count where it was never analyzed; on Citus, a
--- count divided by the shards), '4x16', '4x16c' (covering: each index
+-- build leaves one). layout: 'auto' (the layout for the table's rows,
+-- their width and the k it is queried with: simhash_layout_choice(tbl, k),
+-- k NULL meaning simhash.verify_k), '4x16', '4x16c' (covering: each index
 -- INCLUDEs the column, about four times the space, for k up to 11
 -- without visiting the table for the rows ruled out), '2x32',
 -- or several joined by '+'. The 16-bit bands are kept, with a NOTICE, while a
@@ -417,7 +475,8 @@ $$;
 -- New indexes are built before old ones go: no moment without a layout.
 CREATE FUNCTION simhash_band_commands(tbl regclass, col name DEFAULT 'fp',
                                       layout text DEFAULT 'auto',
-                                      concurrently boolean DEFAULT true)
+                                      concurrently boolean DEFAULT true,
+                                      k integer DEFAULT NULL)
     RETURNS SETOF text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -429,8 +488,6 @@ DECLARE
     kind "char";
     col_type oid;
     remote regclass;
-    n_rows double precision;
-    shards bigint := 0;
     wanted text[];
     kept text[] := '{}';
     taken text[] := '{}';
@@ -488,20 +545,8 @@ BEGIN
             USING ERRCODE = '42804';
     END IF;
     IF layout = 'auto' THEN
-        -- A Citus table: the coordinator's statistics say nothing of the
-        -- shards, so count; each shard is indexed and probed on its own,
-        -- so its size is what counts.
-        IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-            EXECUTE 'SELECT count(*) FROM pg_catalog.pg_dist_shard WHERE logicalrelid = $1'
-                INTO shards USING tbl;
-        END IF;
-        IF shards > 0 THEN
-            EXECUTE format('SELECT count(*) FROM %s', tbl) INTO n_rows;
-            n_rows := n_rows / shards;
-        ELSE
-            n_rows := @extschema@._simhash_table_rows(tbl);
-        END IF;
-        wanted := ARRAY[@extschema@.simhash_layout_for(coalesce(n_rows, 0))];
+        SELECT ARRAY[c.layout] INTO wanted
+        FROM @extschema@.simhash_layout_choice(tbl, k) c WHERE c.chosen;
     ELSE
         wanted := string_to_array(layout, '+');
         IF wanted IS NULL OR cardinality(wanted) = 0
@@ -577,13 +622,14 @@ END
 $$;
 
 -- The band indexes of a table's fingerprint column, in one transaction:
--- runs simhash_band_commands(tbl, col, layout, false), so CREATE INDEX
+-- runs simhash_band_commands(tbl, col, layout, false, k), so CREATE INDEX
 -- holds off writes while it builds (use simhash_band_commands with \gexec
 -- on a busy table). Plain DDL, the same a DBA can run by hand:
 --   CREATE INDEX docs_fp_band0 ON docs (simhash_band(fp, 0));  -- ... to 3
 -- Returns the usable band indexes of the column afterwards, layout by
 -- layout ('4x16' first), in part order; anything it cannot do is an error.
-CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp', layout text DEFAULT 'auto')
+CREATE FUNCTION simhash_add_bands(tbl regclass, col name DEFAULT 'fp', layout text DEFAULT 'auto',
+                                  k integer DEFAULT NULL)
     RETURNS SETOF regclass
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -591,7 +637,7 @@ AS $$
 DECLARE
     command text;
 BEGIN
-    FOR command IN SELECT * FROM @extschema@.simhash_band_commands(tbl, col, layout, false) LOOP
+    FOR command IN SELECT * FROM @extschema@.simhash_band_commands(tbl, col, layout, false, k) LOOP
         EXECUTE command;
     END LOOP;
     RETURN QUERY

@@ -431,9 +431,56 @@ fn simhash_band32_neighbors_fn(fp: i64, n: i32, k: i32) -> Option<Vec<i64>> {
     Some(keys.into_iter().map(|key| key as i64).collect())
 }
 
-/// `simhash_layout_for(rows)`: the layout `simhash_add_bands` chooses for
-/// a table of about that many rows (`simhash_core::layout::choose`).
-#[pg_extern(immutable, strict, parallel_safe, sql = false)]
-fn simhash_layout_for_fn(rows: f64) -> &'static str {
-    simhash_core::layout::choose(rows).name()
+/// `simhash_layout_for(rows, k, row_bytes)`: the layout `'auto'` chooses
+/// for a table of about that many rows of that many heap bytes each,
+/// queried within distance `k` (`simhash_core::layout::choose_for`). A
+/// NULL `k` is the session's `simhash.verify_k`, NULL row bytes 0 (the
+/// indexes alone weighed); NULL rows, NULL.
+#[pg_extern(stable, parallel_safe, sql = false)]
+fn simhash_layout_for_fn(
+    rows: Option<f64>,
+    k: Option<i32>,
+    row_bytes: Option<f64>,
+) -> Option<&'static str> {
+    let k = k.unwrap_or_else(|| crate::verify::VERIFY_K.get());
+    Some(simhash_core::layout::choose_for(rows?, row_bytes.unwrap_or(0.0), i64::from(k)).name())
+}
+
+/// `simhash_layout_estimates(rows, k, row_bytes)`: what `'auto'` weighs,
+/// a row per layout (`simhash_core::layout::estimates`), the chosen one
+/// marked; the arguments as `simhash_layout_for`'s.
+#[allow(clippy::type_complexity)]
+#[pg_extern(stable, parallel_safe, sql = false)]
+fn simhash_layout_estimates_fn(
+    rows: Option<f64>,
+    k: Option<i32>,
+    row_bytes: Option<f64>,
+) -> TableIterator<
+    'static,
+    (
+        name!(layout, &'static str),
+        name!(serves, bool),
+        name!(probe_ms, Option<f64>),
+        name!(index_bytes, f64),
+        name!(cost, Option<f64>),
+        name!(chosen, bool),
+    ),
+> {
+    let Some(rows) = rows else {
+        return TableIterator::new(Vec::new());
+    };
+    let k = i64::from(k.unwrap_or_else(|| crate::verify::VERIFY_K.get()));
+    let row_bytes = row_bytes.unwrap_or(0.0);
+    let chosen = simhash_core::layout::choose_for(rows, row_bytes, k);
+    let all = simhash_core::layout::estimates(rows, row_bytes, k);
+    TableIterator::new(all.map(|e| {
+        (
+            e.pick.name(),
+            e.serves,
+            e.serves.then_some(e.probe_ms),
+            e.index_bytes,
+            e.serves.then_some(e.cost),
+            e.pick == chosen,
+        )
+    }))
 }

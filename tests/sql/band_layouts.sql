@@ -29,7 +29,22 @@ SELECT simhash_band32('0123456789abcdef', 0) = x'01234567'::bigint AS half0,
 SELECT k, cardinality(simhash_band32_neighbors('0123456789abcdef', 0, k)) AS keys
 FROM generate_series(-1, 8) k ORDER BY k;
 SELECT simhash_band32_neighbors('0123456789abcdef', 2, 3) IS NULL AS no_half2;
-SELECT r, simhash_layout_for(r) FROM unnest(ARRAY[0, 1e6, 4194303, 4194304, 1e9]::float8[]) r;
+-- 'auto': the layout for the rows, the heap bytes a row and the k queried.
+SELECT r, k, b, simhash_layout_for(r, k, b)
+FROM (VALUES (0::float8, 11, 44::float8), (1e4, 11, 44), (1e6, 3, 44), (1e6, 7, 44), (1e6, 11, 44),
+             (1e7, 3, 44), (1e7, 3, 2000), (1e7, 7, 44), (1e7, 11, 44), (1e9, 3, 44),
+             (1e9, 7, 44), (1e9, 11, 44), (1e7, 40, 44), (1e7, -1, 44), (1e7, 7, NULL),
+             (NULL, 7, 44), ('NaN', 7, 'NaN'), ('Infinity', 7, 44)) v(r, k, b);
+-- k NULL: the rule of record's simhash.verify_k.
+SELECT simhash_layout_for(1e7, NULL, 44) AS for_verify_k_11;
+SET simhash.verify_k = 3;
+SELECT simhash_layout_for(1e7, NULL, 44) AS for_verify_k_3, simhash_layout_for(1e7) AS no_row_bytes;
+RESET simhash.verify_k;
+SELECT layout, serves, round(probe_ms::numeric, 2) AS probe_ms, index_bytes, round(cost::numeric) AS cost, chosen
+FROM simhash_layout_estimates(1e7, 7, 44);
+SELECT layout, serves, probe_ms IS NULL AS no_probe, cost IS NULL AS no_cost, chosen
+FROM simhash_layout_estimates(1e7, 11, 44);
+SELECT count(*) AS no_rows FROM simhash_layout_estimates(NULL, 7, 44);
 
 -- Skewed fingerprints: hashed integers; 40 bases with 60 variants each,
 -- 0..7 bits flipped, packed into one half (so that half's key is shared
@@ -117,12 +132,26 @@ SELECT simhash_band_layouts('lay', 'fp');
 ANALYZE lay;
 SELECT * FROM layout_check('4x16+2x32');
 
--- 'auto' follows the table's size (its statistics): pretend it grew.
+-- 'auto' follows the table's size (its statistics), the bytes a row and
+-- the k queried: pretend it grew.
 SELECT simhash_band_commands('lay', 'fp', 'auto', false);
 UPDATE pg_class SET reltuples = 5e6 WHERE oid = 'lay'::regclass;
-SELECT simhash_band_commands('lay', 'fp');
-SELECT simhash_add_bands('lay', 'fp');
+SELECT layout, serves, chosen, table_rows, row_bytes < 1 AS row_bytes_small
+FROM simhash_layout_choice('lay', 3);
+SELECT simhash_band_commands('lay', 'fp', k => 3);
+SELECT simhash_add_bands('lay', 'fp', k => 3);
 SELECT simhash_band_layouts('lay', 'fp');
+-- For k = 7 (and the default, simhash.verify_k = 11): the covering bands;
+-- moved there and back concurrently, statement by statement.
+SELECT layout FROM simhash_layout_choice('lay', 7) WHERE chosen;
+SELECT layout FROM simhash_layout_choice('lay') WHERE chosen;
+SELECT simhash_band_commands('lay', 'fp', k => 7) \gexec
+SELECT simhash_band_layouts('lay', 'fp');
+SELECT * FROM layout_check('4x16c');
+UPDATE pg_class SET reltuples = 5e6 WHERE oid = 'lay'::regclass;  -- CREATE INDEX counted the rows
+SELECT simhash_band_commands('lay', 'fp', 'auto', true, 3) \gexec
+SELECT simhash_band_layouts('lay', 'fp');
+SELECT outcome($$SELECT simhash_layout_choice(NULL)$$);
 
 -- Hand-made indexes of the documented form count, B-tree or hash.
 SELECT simhash_drop_bands('lay', 'fp');

@@ -124,7 +124,8 @@ DELETE FROM sec_docs WHERE id > 2;
 SELECT simhash_band_layouts('sec_docs', 'fp') AS layouts,
        (SELECT count(*) FROM simhash_band_indexes('sec_docs', 'fp')) AS listed,
        _simhash_table_rows('sec_docs') >= 0 AS rows_known,
-       simhash_layout_for(1e9) AS layout_for_1e9,
+       simhash_layout_for(1e9, 3) AS layout_for_1e9,
+       (SELECT layout FROM simhash_layout_choice('sec_docs', 7) WHERE chosen) AS auto_layout,
        cardinality(simhash_band32_neighbors('0123456789abcdef', 1, 3)) AS half_neighbors;
 SELECT count(*) AS commands FROM simhash_band_commands('sec_docs', 'fp', '2x32', false);
 SELECT count(*) AS covering_indexes FROM simhash_add_bands('sec_docs', 'fp', '4x16c');

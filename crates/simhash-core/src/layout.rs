@@ -27,6 +27,18 @@
 //!
 //! [`choose`] picks one from a table's size; [`Layout::serves`] says which
 //! `k` a layout answers by probing (beyond it, a scan).
+//!
+//! [`choose_for`] is what `'auto'` follows: of the three layouts SQL
+//! offers ([`Pick`]: the bands, the covering bands `4x16c`, the halves),
+//! those that answer the `k` queried by probing, the one with the least
+//! estimated query time times the table's size (heap and band indexes,
+//! per row). The covering bands read the fingerprints of a probed key
+//! from their index entries instead of the heap: about ten times faster
+//! per row ruled out, at about 126 bytes of index a row against 30 for
+//! the bands and 45 for the halves. So they are chosen where they make the
+//! query faster by more than they make the table larger: for `k` above 3
+//! on tables of some hundred thousand rows to some tens of millions, and
+//! sooner the wider the rows (the heap outweighs the index).
 
 use crate::probe::{ball, ball_size, MAX_PROBED_K};
 
@@ -52,6 +64,154 @@ pub fn choose(rows: f64) -> Layout {
     } else {
         Layout::Bands16
     }
+}
+
+/// What a probe costs beside its key lookups and rows: planning, the
+/// executor, the neighbour lists. At 10M rows `4x16c` answers `k <= 3` in
+/// 0.17 ms with 4 lookups and about 610 index entries read (the figures
+/// here are of `LAYOUTS="4x16c 2x32 4x16" bench/band_index.sh 10000000`,
+/// PostgreSQL 15, in docs/performance.md).
+pub const QUERY_US: f64 = 100.0;
+/// The same for the halves, whose 33 keys a half for `k <= 3` cost more
+/// than their lookups: 0.24 to 0.26 ms at 1M and 10M rows with 66 lookups
+/// and about one row rechecked.
+pub const HALVES_QUERY_US: f64 = 170.0;
+/// One key looked up in a B-tree index: the halves answer `k <= 7` with
+/// 10,978 lookups in 11 ms at 10M rows.
+pub const LOOKUP_US: f64 = 1.0;
+/// One heap row fetched and rechecked: the bands answer `k <= 7` at 10M
+/// rows with 68 lookups and 10,426 rows rechecked in 13 ms.
+pub const RECHECK_US: f64 = 1.2;
+/// One covering index entry read and compared: `4x16c` reads those same
+/// 10,426 entries in 1.5 ms at 10M rows (104,000 in 12 ms at 100M).
+pub const ENTRY_US: f64 = 0.13;
+
+/// A layout `'auto'` may pick: the layouts of SQL, the covering bands
+/// apart from the plain ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pick {
+    /// `4x16`: four 16-bit bands.
+    Bands16,
+    /// `2x32`: two 32-bit halves.
+    Halves32,
+    /// `4x16c`: the 16-bit bands, each index entry with the fingerprint.
+    Covering16,
+}
+
+impl Pick {
+    /// Every pick, leanest first (the order ties go by).
+    pub const ALL: [Pick; 3] = [Pick::Bands16, Pick::Halves32, Pick::Covering16];
+
+    /// The layout's name in SQL.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pick::Bands16 => "4x16",
+            Pick::Halves32 => "2x32",
+            Pick::Covering16 => "4x16c",
+        }
+    }
+
+    /// The split of the bits it indexes.
+    pub fn layout(self) -> Layout {
+        match self {
+            Pick::Bands16 | Pick::Covering16 => Layout::Bands16,
+            Pick::Halves32 => Layout::Halves32,
+        }
+    }
+
+    /// Index bytes per row, all parts together, as measured at 10M rows
+    /// (`bench/band_index.sh`: 273 MB, 449 MB and 1.26 GB; B-tree
+    /// deduplication makes the bands' a little larger on small tables).
+    pub fn index_bytes_per_row(self) -> f64 {
+        match self {
+            Pick::Bands16 => 30.0,
+            Pick::Halves32 => 45.0,
+            Pick::Covering16 => 126.0,
+        }
+    }
+
+    /// The estimated time of one probe for distance `k` (up to 11) on a
+    /// table of `rows` uniformly spread fingerprints, in milliseconds:
+    /// the keys looked up, and the rows they hold, rechecked in the heap
+    /// or, for the covering bands, read from the index entries.
+    pub fn probe_ms(self, rows: f64, k: u32) -> f64 {
+        let layout = self.layout();
+        let keys: u64 = (0..layout.parts()).map(|n| layout.keys_of(k, n)).sum();
+        let keys = keys as f64;
+        let per_key = rows.max(0.0) / 2f64.powi(layout.width() as i32);
+        let us = match self {
+            Pick::Bands16 => QUERY_US + keys * LOOKUP_US + keys * per_key * RECHECK_US,
+            Pick::Covering16 => QUERY_US + keys * LOOKUP_US + keys * per_key * ENTRY_US,
+            Pick::Halves32 => HALVES_QUERY_US + keys * LOOKUP_US + keys * per_key * RECHECK_US,
+        };
+        us / 1000.0
+    }
+}
+
+/// How `'auto'` weighs one pick for a table (see [`estimates`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    pub pick: Pick,
+    /// Whether it answers `k` by probing (else a query is a scan).
+    pub serves: bool,
+    /// [`Pick::probe_ms`], for a pick that serves `k`.
+    pub probe_ms: f64,
+    /// [`Pick::index_bytes_per_row`].
+    pub index_bytes: f64,
+    /// `probe_ms` times the bytes a row takes with the pick's indexes
+    /// (heap and index); the least is chosen. Infinite for a pick that
+    /// does not serve `k`.
+    pub cost: f64,
+}
+
+/// The picks' estimates for a table of `rows` rows of `row_bytes` heap
+/// bytes each, queried with distance `k`. A `k` above 11 (which no layout
+/// serves: a query is a scan) is weighed as 11, a negative one as 0;
+/// rows or row bytes that are negative or NaN as 0, rows above 2^63 as
+/// 2^63.
+pub fn estimates(rows: f64, row_bytes: f64, k: i64) -> [Estimate; 3] {
+    // At most 2^63 rows, so that every estimate stays finite.
+    let rows = if rows.is_nan() {
+        0.0
+    } else {
+        rows.clamp(0.0, 2f64.powi(63))
+    };
+    let row_bytes = if row_bytes.is_nan() {
+        0.0
+    } else {
+        row_bytes.max(0.0)
+    };
+    let k = k.clamp(0, i64::from(MAX_PROBED_K)) as u32;
+    Pick::ALL.map(|pick| {
+        let serves = pick.layout().serves(k);
+        let probe_ms = if serves {
+            pick.probe_ms(rows, k)
+        } else {
+            f64::INFINITY
+        };
+        let index_bytes = pick.index_bytes_per_row();
+        Estimate {
+            pick,
+            serves,
+            probe_ms,
+            index_bytes,
+            cost: probe_ms * (row_bytes + index_bytes),
+        }
+    })
+}
+
+/// The layout `'auto'` gives a table of `rows` rows of `row_bytes` heap
+/// bytes each queried with distance `k`: of the [`estimates`], the least
+/// cost (the leanest on a tie).
+pub fn choose_for(rows: f64, row_bytes: f64, k: i64) -> Pick {
+    let all = estimates(rows, row_bytes, k);
+    let mut best = all[0];
+    for e in &all[1..] {
+        if e.cost < best.cost {
+            best = *e;
+        }
+    }
+    best.pick
 }
 
 impl Layout {
@@ -354,6 +514,98 @@ mod tests {
                     assert_eq!(finders, vec![t], "{layout:?} k={k} part {t}");
                 }
             }
+        }
+    }
+
+    /// The model against the figures it was fitted to (10M rows,
+    /// docs/performance.md), within a third: k = 3, 7 and 11.
+    #[test]
+    fn the_estimates_meet_the_measurements() {
+        let measured = [
+            (Pick::Bands16, 3, 1.2),
+            (Pick::Bands16, 7, 13.0),
+            (Pick::Bands16, 11, 87.0),
+            (Pick::Halves32, 3, 0.26),
+            (Pick::Halves32, 7, 11.0),
+            (Pick::Covering16, 3, 0.17),
+            (Pick::Covering16, 7, 1.5),
+            (Pick::Covering16, 11, 11.0),
+        ];
+        for (pick, k, ms) in measured {
+            let est = pick.probe_ms(1e7, k);
+            assert!(
+                est > ms / 1.5 && est < ms * 1.5,
+                "{pick:?} k={k}: {est} ms against {ms}"
+            );
+        }
+    }
+
+    /// Skinny rows (an id and the fingerprint: 44 heap bytes).
+    const SKINNY: f64 = 44.0;
+
+    #[test]
+    fn auto_picks_by_k_size_and_width() {
+        // k = 7 at 10M rows: the covering bands (1.5 ms against the
+        // halves' 11 for about twice the table).
+        assert_eq!(choose_for(1e7, SKINNY, 7), Pick::Covering16);
+        // k = 3 at 10M: the halves (the covering bands are hardly faster).
+        assert_eq!(choose_for(1e7, SKINNY, 3), Pick::Halves32);
+        // ... unless the rows are wide: then the index is cheap.
+        assert_eq!(choose_for(1e7, 2000.0, 3), Pick::Covering16);
+        // k = 11: only the bands serve; covering from a few hundred
+        // thousand rows.
+        assert_eq!(choose_for(1e4, SKINNY, 11), Pick::Bands16);
+        assert_eq!(choose_for(1e6, SKINNY, 11), Pick::Covering16);
+        assert_eq!(choose_for(1e9, SKINNY, 11), Pick::Covering16);
+        // Small tables: the bands, whatever k.
+        for k in 0..=11 {
+            assert_eq!(choose_for(1000.0, SKINNY, k), Pick::Bands16, "k={k}");
+            assert_eq!(choose_for(0.0, 0.0, k), Pick::Bands16, "k={k}");
+        }
+        // Large tables queried within 7: the halves, whose cost hardly
+        // grows, where the covering bands read ever more entries.
+        assert_eq!(choose_for(1e9, SKINNY, 7), Pick::Halves32);
+        assert_eq!(choose_for(1e8, SKINNY, 3), Pick::Halves32);
+        // Beyond 11 (a scan) as 11, below 0 as 0; nonsense inputs as 0.
+        assert_eq!(choose_for(1e7, SKINNY, 40), choose_for(1e7, SKINNY, 11));
+        assert_eq!(choose_for(1e7, SKINNY, -5), choose_for(1e7, SKINNY, 0));
+        assert_eq!(choose_for(f64::NAN, f64::NAN, 3), Pick::Bands16);
+        assert_eq!(choose_for(-1.0, -1.0, 7), Pick::Bands16);
+        assert_eq!(choose_for(f64::INFINITY, SKINNY, 7), Pick::Halves32);
+    }
+
+    #[test]
+    fn the_chosen_pick_serves_k_and_costs_least() {
+        for rows in [0.0, 1e3, 1e5, 1e6, 3e6, 1e7, 3e7, 1e8, 1e9] {
+            for row_bytes in [0.0, SKINNY, 300.0, 5000.0] {
+                for k in 0..=11 {
+                    let chosen = choose_for(rows, row_bytes, k);
+                    let all = estimates(rows, row_bytes, k);
+                    let e = all.iter().find(|e| e.pick == chosen).unwrap();
+                    assert!(e.serves && e.cost.is_finite());
+                    assert!(all.iter().all(|o| o.cost >= e.cost));
+                }
+            }
+        }
+        // A wider row never takes the covering bands away.
+        for rows in [1e5, 1e6, 1e7, 1e8] {
+            for k in 0..=11 {
+                let mut was_covering = false;
+                for row_bytes in [0.0, 44.0, 100.0, 300.0, 1000.0, 1e4, 1e5] {
+                    let covering = choose_for(rows, row_bytes, k) == Pick::Covering16;
+                    assert!(
+                        covering || !was_covering,
+                        "rows={rows} k={k} bytes={row_bytes}"
+                    );
+                    was_covering = covering;
+                }
+            }
+        }
+        for pick in Pick::ALL {
+            assert_eq!(
+                Layout::from_name(pick.name()).is_some(),
+                pick != Pick::Covering16
+            );
         }
     }
 
