@@ -118,6 +118,39 @@ fn simhash_clusters_query(
 /// and the union-find (the `simhash_clusters` wrapper's estimate too).
 const BYTES_PER_ROW: i64 = 75;
 
+/// What joining the buckets' links holds per link, about: the link (16
+/// bytes), both keys sorted (16), their union-find (16) and the result
+/// (32).
+const BYTES_PER_LINK: i64 = 80;
+
+/// The least the bucket path may hold, whatever simhash.cluster_memory
+/// says: a small setting is how clustering is sent to the buckets.
+const BUCKETS_FLOOR: i64 = 1 << 20;
+
+/// What the bucket path may hold in bytes, and the setting as set: read
+/// without SPI, as `_simhash_bucket_links` runs once per bucket.
+fn buckets_memory() -> (i64, String) {
+    // SAFETY: GetConfigOption returns the setting's current value (a
+    // string the GUC machinery owns) or NULL when it was never set.
+    let set = unsafe {
+        let value = pg_sys::GetConfigOption(c"simhash.cluster_memory".as_ptr(), true, false);
+        (!value.is_null()).then(|| {
+            std::ffi::CStr::from_ptr(value)
+                .to_string_lossy()
+                .into_owned()
+        })
+    };
+    let text = set
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "1GB".into());
+    // SAFETY: pg_size_bytes takes one text and errors on a bad one (22023).
+    let bytes = unsafe {
+        pgrx::direct_function_call::<i64>(pg_sys::pg_size_bytes, &[text.as_str().into_datum()])
+    }
+    .unwrap_or(1 << 30);
+    (bytes.max(BUCKETS_FLOOR), text)
+}
+
 /// simhash.cluster_memory in bytes, and as set (default 1GB).
 fn cluster_memory(client: &pgrx::spi::SpiClient<'_>) -> (i64, String) {
     memory_setting(client, "simhash.cluster_memory")
@@ -269,6 +302,15 @@ fn simhash_bucket_links(
     if keys.len() != fps.len() {
         errors::bucket_arrays_mismatch(keys.len(), fps.len());
     }
+    let (cap, cap_text) = buckets_memory();
+    if (keys.len() as i64).saturating_mul(BYTES_PER_ROW) > cap {
+        errors::cluster_buckets_exceeded(
+            "simhash_clusters",
+            keys.len(),
+            "rows of one bucket",
+            &cap_text,
+        );
+    }
     let mut rows: Vec<(i64, u64)> = keys
         .iter()
         .zip(fps.iter())
@@ -294,6 +336,8 @@ fn simhash_join_links(
     query: &str,
 ) -> TableIterator<'static, (name!(id, i64), name!(cluster, i64))> {
     let mut links: Vec<(i64, i64)> = Vec::new();
+    let (cap, cap_text) = buckets_memory();
+    let max_links = usize::try_from(cap / BYTES_PER_LINK).unwrap_or(usize::MAX);
     Spi::connect(|client| {
         let mut cursor = match client.try_open_cursor(query, &[]) {
             Ok(cursor) => cursor,
@@ -311,6 +355,14 @@ fn simhash_join_links(
             }
             if batch.is_empty() {
                 break;
+            }
+            if links.len().saturating_add(batch.len()) > max_links {
+                errors::cluster_buckets_exceeded(
+                    "simhash_clusters",
+                    links.len() + batch.len(),
+                    "links of rows with a neighbour",
+                    &cap_text,
+                );
             }
             while batch.next().is_some() {
                 let a = batch.get::<i64>(1).ok().flatten();

@@ -136,6 +136,17 @@ pub fn cluster_memory_exceeded(rows: usize, cap: &str) -> ! {
     )
 }
 
+/// 53200: clustering by buckets would hold more than its bound: one
+/// bucket's rows, or the links of the rows that have a neighbour.
+pub fn cluster_buckets_exceeded(what: &str, rows: usize, held: &str, cap: &str) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        format!("{what}: {rows} {held} need more than simhash.cluster_memory ({cap}, at least 1MB)"),
+        Some("Clustering by buckets holds one bucket's rows (about 75 bytes each) and the links of the rows that have a neighbour (about 80 bytes each) within simhash.cluster_memory, or 1MB when it is set lower.".into()),
+        Some("Raise simhash.cluster_memory."),
+    )
+}
+
 /// 53200: the allocator refused memory Rust code asked for.
 pub fn out_of_memory(what: &str, items: usize) -> ! {
     raise(

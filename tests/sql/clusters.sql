@@ -51,6 +51,24 @@ BEGIN;
 SET LOCAL simhash.cluster_memory = 'lots';
 SELECT outcome($$SELECT * FROM simhash_clusters('items', 'fp', 3)$$);
 COMMIT;
+-- By buckets, what is held is bounded too: one bucket's rows (about 75
+-- bytes each) and the links of the rows that have a neighbour (about 80
+-- bytes each), within simhash.cluster_memory or 1MB, whichever is larger
+-- (a small setting sends clustering to the buckets): past it, 53200
+-- naming the setting, not an allocation the OOM killer answers.
+CREATE TABLE linked AS SELECT g AS id, hashint8extended(CASE WHEN g < 20000 THEN g / 2 ELSE g END, 7)::simhash64 AS fp
+  FROM generate_series(0, 29999) g;  -- 10,000 pairs, 10,000 rows alone
+CREATE TABLE one_bucket AS SELECT g AS id, '00000000000000ff'::simhash64 AS fp FROM generate_series(1, 20000) g;
+BEGIN;
+SET LOCAL simhash.cluster_memory = '1kB';
+\set SHOW_CONTEXT never
+SELECT outcome($$SELECT count(*) FROM simhash_clusters('linked', 'fp', 0)$$) AS links_past_the_bound;
+SELECT outcome($$SELECT count(*) FROM simhash_clusters('one_bucket', 'fp', 0)$$) AS bucket_past_the_bound;
+\set SHOW_CONTEXT errors
+SET LOCAL simhash.cluster_memory = '2MB';
+SELECT count(*) AS linked_within_2MB FROM simhash_clusters('linked', 'fp', 0, 'id', false);
+COMMIT;
+DROP TABLE linked, one_bucket;
 DROP FUNCTION disagreements(int);
 -- Flag the copies (the README's statement), then keep one row (the lowest
 -- id) per cluster and delete the rest.
