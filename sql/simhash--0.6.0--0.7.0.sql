@@ -20,7 +20,7 @@ DROP FUNCTION simhash_layout_for(double precision);
 
 CREATE FUNCTION simhash_layout_for(rows double precision, k integer DEFAULT NULL,
                                    row_bytes double precision DEFAULT NULL) RETURNS text
-    AS 'MODULE_PATHNAME', 'simhash_layout_for_fn_wrapper'
+    AS 'MODULE_PATHNAME', 'simhash_layout_for_k_fn_wrapper'
     LANGUAGE C STABLE PARALLEL SAFE;
 
 CREATE FUNCTION simhash_layout_estimates(rows double precision, k integer DEFAULT NULL,

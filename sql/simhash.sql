@@ -339,7 +339,7 @@ CREATE FUNCTION simhash_probe(tbl regclass, col text, fp simhash64, k integer) R
 -- rows.
 CREATE FUNCTION simhash_layout_for(rows double precision, k integer DEFAULT NULL,
                                    row_bytes double precision DEFAULT NULL) RETURNS text
-    AS 'MODULE_PATHNAME', 'simhash_layout_for_fn_wrapper'
+    AS 'MODULE_PATHNAME', 'simhash_layout_for_k_fn_wrapper'
     LANGUAGE C STABLE PARALLEL SAFE;
 
 -- What simhash_layout_for weighs, a row per layout: whether it answers k

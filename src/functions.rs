@@ -437,13 +437,23 @@ fn simhash_band32_neighbors_fn(fp: i64, n: i32, k: i32) -> Option<Vec<i64>> {
 /// NULL `k` is the session's `simhash.verify_k`, NULL row bytes 0 (the
 /// indexes alone weighed); NULL rows, NULL.
 #[pg_extern(stable, parallel_safe, sql = false)]
-fn simhash_layout_for_fn(
+fn simhash_layout_for_k_fn(
     rows: Option<f64>,
     k: Option<i32>,
     row_bytes: Option<f64>,
 ) -> Option<&'static str> {
     let k = k.unwrap_or_else(|| crate::verify::VERIFY_K.get());
     Some(simhash_core::layout::choose_for(rows?, row_bytes.unwrap_or(0.0), i64::from(k)).name())
+}
+
+/// `simhash_layout_for(rows)` of extension 0.6.0: the layout by the rows
+/// alone (`simhash_core::layout::choose`). A C symbol never changes what
+/// it computes, so a database still at 0.6.0 keeps its `'auto'` under this
+/// library; 0.7.0's `simhash_layout_for(rows, k, row_bytes)` is
+/// `simhash_layout_for_k_fn`.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_layout_for_fn(rows: f64) -> &'static str {
+    simhash_core::layout::choose(rows).name()
 }
 
 /// `simhash_layout_estimates(rows, k, row_bytes)`: what `'auto'` weighs,
