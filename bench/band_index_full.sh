@@ -21,9 +21,13 @@
 # random values not in the table (the usual miss).
 #
 # What is measured, per N:
-#   build        SELECT simhash_add_bands('docs', 'fp'): seconds per million
-#                rows, size of the four indexes (pg_relation_size) in MB per
-#                million rows (1 MB = 2^20 bytes); heap size for reference
+#   build        SELECT simhash_add_bands('docs', 'fp', LAYOUT, k => LAYOUT_K)
+#                (LAYOUT default 'auto', LAYOUT_K default none: the rule of
+#                record's simhash.verify_k): seconds per million rows, size
+#                of its indexes (pg_relation_size) in MB per million rows
+#                (1 MB = 2^20 bytes) and bytes per row; heap size for
+#                reference. For 'auto', simhash_layout_choice (what it
+#                weighed) and the layout it chose are printed.
 #   index        `SELECT id FROM docs WHERE fp <~> $1 <= k`, k = 3, 7, 11, as
 #                session prepared statements (PREPARE near3 ...). Each query
 #                runs once untimed (so the plan cache is past its 5 custom
@@ -33,8 +37,16 @@
 #                client round trip. p50 and p99 in ms. The plan used
 #                (pg_prepared_statements' generic/custom counts, EXPLAIN and
 #                EXPLAIN (ANALYZE, BUFFERS) of one query) is printed.
+#   exact        every answer of the index, as ids, against a scan: the 200
+#                queries against all rows in one join (indexes and TID scans
+#                off), at k = 3, 7 and 11; the run fails on a difference.
+#   beside       BESIDE="2x32 4x16": each of those layouts in turn, after
+#                the index queries (simhash_add_bands moves the table), its
+#                indexes' size and the same timed queries at the k it
+#                serves, its answers checked as above (default none).
 #   scan         baseline: the same statement with enable_bitmapscan,
-#                enable_indexscan and enable_indexonlyscan off, on 10 of the
+#                enable_indexscan, enable_indexonlyscan and enable_tidscan
+#                off, on 10 of the
 #                queries, once each; p50 and the speed-up scan p50 / index
 #                p50. Parallel query is left at the server's default
 #                (max_parallel_workers_per_gather = 2), so the scan may use
@@ -54,19 +66,21 @@
 #                UNION of four index-only scans (each arm filters on the
 #                distance from the index tuple, no heap visit). Reported
 #                whether it wins or not; its build time and size too. The
-#                indexes are dropped again afterwards. COVERING=0 skips it.
+#                indexes are dropped again afterwards. COVERING=0 skips it,
+#                DIY=0 the do-it-yourself baseline.
 #   insert       rows/s of one INSERT ... SELECT of INSERT_ROWS new rows
 #                (random fingerprints) into docs with the four band indexes,
 #                and into the same table without them (the indexes dropped
 #                inside the transaction); the primary key stays in both.
-#                Each insert is rolled back, then VACUUM; 3 rounds each,
-#                alternating, median.
+#                Each insert is rolled back, then VACUUM; INSERT_ROUNDS
+#                rounds each (default 3; 0 skips it), alternating, median.
 # Answers are checked, and the script fails on a difference: the index's
 # row count against the scan's for each scanned query and k, and the DIY and
 # covering ones against the index's for all 200 queries and every k.
 # The final summary has one line per (N, k), then the targets at 10M rows:
 # k = 3 p50 < 2 ms and >= 300x the scan, k = 7 p50 < 20 ms, k = 11 p50 <
-# 100 ms. Everything is warm: the data fit in this machine's page cache,
+# 100 ms; for the layout 'auto' picks for k = 7 (LAYOUT_K=7), k = 3 >=
+# 1,000x, k = 7 >= 500x and k = 11 >= 100x the scan. Everything is warm: the data fit in this machine's page cache,
 # and the heap of 10M rows (422 MB) in the cluster's shared_buffers
 # (512 MB). At k = 11 a query visits most heap pages (42,000 of 54,000 at
 # 10M), so it slows down several times when they come from the page cache
@@ -79,6 +93,10 @@
 #                                               queries (default 2)
 #   INSERT_ROWS=100000 COVERING=0 bench/...     smaller insert test, no
 #                                               covering variant
+#   LAYOUT_K=7 BESIDE=2x32 DIY=0 COVERING=0 INSERT_ROUNDS=0 \
+#     bench/band_index_full.sh 10000000         the layout 'auto' picks for
+#                                               k = 7 beside the halves
+#   LAYOUT=4x16c bench/...                      a layout of your choice
 #   CORPUS=path.jsonl.gz bench/...              another JSON-lines corpus
 #                                               {"id", "text"}, gzip'd or not
 # It needs the extension installed (scripts/install.sh) and (re)starts the
@@ -98,6 +116,11 @@ DB=simhash_bench_band
 REPS=${REPS:-2}
 INSERT_ROWS=${INSERT_ROWS:-200000}
 COVERING=${COVERING:-1}
+DIY=${DIY:-1}
+INSERT_ROUNDS=${INSERT_ROUNDS:-3}
+LAYOUT=${LAYOUT:-auto}
+LAYOUT_K=${LAYOUT_K:-}
+BESIDE=${BESIDE:-}
 CORPUS=${CORPUS:-$ROOT/../shared/data/zh_short.jsonl.gz}
 PLANTED=1100 # 100 queries x distances 1..11
 SIZES=("$@")
@@ -107,6 +130,11 @@ for n in "${SIZES[@]}"; do
 done
 [[ "$REPS" =~ ^[0-9]+$ ]] && [ "$REPS" -ge 1 ] || die "REPS must be a number >= 1, not '$REPS'"
 [[ "$INSERT_ROWS" =~ ^[0-9]+$ ]] && [ "$INSERT_ROWS" -ge 1000 ] || die "INSERT_ROWS must be a number >= 1000"
+[[ "$INSERT_ROUNDS" =~ ^[0-9]+$ ]] || die "INSERT_ROUNDS must be a number, not '$INSERT_ROUNDS'"
+[ -z "$LAYOUT_K" ] || [[ "$LAYOUT_K" =~ ^[0-9]+$ ]] || die "LAYOUT_K must be a number, not '$LAYOUT_K'"
+for l in $LAYOUT $BESIDE; do
+    [[ "$l" =~ ^(auto|4x16|4x16c|2x32)(\+(4x16|4x16c|2x32))*$ ]] || die "unknown layout '$l'"
+done
 
 export PGCLIENTENCODING=UTF8 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 
@@ -122,7 +150,7 @@ if [ -z "$(psql -X -At -d postgres -c "SELECT 1 FROM pg_database WHERE datname =
     psql -X -q -d postgres -c "CREATE DATABASE $DB"
 fi
 psql_db -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
-psql_db -c "DROP TABLE IF EXISTS band_bench_samples, band_bench_results"
+psql_db -c "DROP TABLE IF EXISTS band_bench_samples, band_bench_results, band_bench_layouts"
 psql_db -f "$ROOT/bench/band_index_full.sql"
 
 log "fingerprinting the corpus"
@@ -148,7 +176,7 @@ run_size() {
 
     log "N = $n: loading docs"
     psql_db "${v[@]}" <<'SQL'
-DROP TABLE IF EXISTS docs, diy, band_bench_queries CASCADE;
+DROP TABLE IF EXISTS docs, diy, band_bench_queries, band_bench_truth CASCADE;
 -- The cluster commits asynchronously; a commit whose WAL is not flushed yet
 -- leaves its rows without hint bits, and the VACUUM below would then not
 -- mark their pages all-visible (no index-only scans for the covering
@@ -191,39 +219,55 @@ INSERT INTO band_bench_results VALUES
     (:n, 'heap_bytes', pg_relation_size('docs')),
     (:n, 'pkey_bytes', pg_relation_size('docs_pkey'));
 
--- All 64 bits vary, and every band takes most of its 65,536 values.
+-- All 64 bits of the random rows vary, and every band takes most of its
+-- 65,536 values (the texts' fingerprints, before them, are skewed).
 SELECT count(*) AS sampled_rows,
        round(min(f), 3) AS min_bit_share, round(max(f), 3) AS max_bit_share,
        round(max(f) FILTER (WHERE bit = 63), 3) AS top_bit_share
 FROM (SELECT bit, avg((fp::bigint >> bit) & 1) AS f, count(*)
-      FROM docs, generate_series(0, 63) bit WHERE id <= 200000 GROUP BY bit) s \gset
+      FROM docs, generate_series(0, 63) bit WHERE id > :c AND id <= :c + 200000 GROUP BY bit) s \gset
 SELECT min(c) AS min_band_values, max(c) AS max_band_values
 FROM (SELECT count(DISTINCT simhash_band(fp, b)) AS c
-      FROM docs, generate_series(0, 3) b WHERE id <= 200000 GROUP BY b) s \gset
-\echo bits of rows 1..200000: share of rows with a bit set, per bit: min :min_bit_share, max :max_bit_share, top bit :top_bit_share; distinct values per band: :min_band_values to :max_band_values
+      FROM docs, generate_series(0, 3) b WHERE id > :c AND id <= :c + 200000 GROUP BY b) s \gset
+\echo bits of the first 200000 random rows: share of rows with a bit set, per bit: min :min_bit_share, max :max_bit_share, top bit :top_bit_share; distinct values per band: :min_band_values to :max_band_values
 SELECT :min_bit_share >= 0.45 AND :max_bit_share <= 0.55 AND :min_band_values >= 40000 AS bits_ok \gset
 \if :bits_ok
 \else
 \warn 'the fingerprints do not fill all 64 bits'
 SELECT 1 / 0;
 \endif
+-- The scan's answers, for the exactness check: every row within 11 of
+-- each query, by one join over all rows before the table has band indexes
+-- (written NOT (d > 11), which the parse-time rewrite leaves alone).
+CREATE TABLE band_bench_truth AS
+SELECT b.qid, d.id, d.fp <~> b.q AS dist
+FROM band_bench_queries b, docs d WHERE NOT (d.fp <~> b.q > 11);
 SELECT count(*) AS rows, pg_size_pretty(pg_relation_size('docs')) AS heap,
        pg_size_pretty(pg_relation_size('docs_pkey')) AS primary_key,
        round((SELECT value FROM band_bench_results WHERE n = :n AND metric = 'load_s')::numeric, 1) AS load_s
 FROM docs;
 SQL
 
-    log "N = $n: building the band indexes"
-    psql_db "${v[@]}" <<'SQL'
-SELECT band_bench_elapsed($$SELECT simhash_add_bands('docs', 'fp')$$) AS s \gset
+    log "N = $n: building the band indexes (layout $LAYOUT${LAYOUT_K:+, k $LAYOUT_K})"
+    psql_db "${v[@]}" -v layout="$LAYOUT" -v layout_k="$LAYOUT_K" <<'SQL'
+\echo 'simhash_layout_choice(''docs'', ' :'layout_k' '): what ''auto'' weighs (probe ms and index bytes a row estimated)'
+SELECT layout, serves, round(probe_ms::numeric, 3) AS probe_ms, index_bytes,
+       round(cost::numeric) AS cost, chosen, table_rows, round(row_bytes::numeric, 1) AS row_bytes
+FROM simhash_layout_choice('docs', nullif(:'layout_k', '')::int);
+SELECT band_bench_elapsed(format('SELECT simhash_add_bands(%L, %L, %L, k => %s)', 'docs', 'fp', :'layout',
+                                 coalesce(nullif(:'layout_k', ''), 'NULL'))) AS s \gset
 ANALYZE docs;
+-- A covering index serves 4x16 too: named for what was built.
+SELECT array_to_string(CASE WHEN '4x16c' = ANY (l) THEN array_remove(l, '4x16') ELSE l END, '+') AS chosen
+FROM simhash_band_layouts('docs', 'fp') l \gset
 INSERT INTO band_bench_results VALUES
     (:n, 'build_s', :s),
-    (:n, 'bands_bytes', (SELECT sum(pg_relation_size(c.oid)) FROM pg_class c
-                         WHERE c.relname ~ '^docs_fp_band[0-3]$'));
-SELECT c.relname AS index, pg_size_pretty(pg_relation_size(c.oid)) AS size
-FROM pg_class c WHERE c.relname ~ '^docs_fp_band[0-3]$' ORDER BY 1;
-\echo simhash_add_bands: :s s
+    (:n, 'bands_bytes', (SELECT sum(pg_relation_size(index)) FROM simhash_band_indexes('docs', 'fp')));
+INSERT INTO band_bench_layouts VALUES (:n, 'index', :'chosen',
+    (SELECT sum(pg_relation_size(index)) FROM simhash_band_indexes('docs', 'fp')) / :n::float8);
+SELECT index, layout, part, pg_size_pretty(pg_relation_size(index)) AS size
+FROM simhash_band_indexes('docs', 'fp') ORDER BY 1;
+\echo simhash_add_bands(..., :'layout'): the layout :'chosen' in :s s
 SQL
 
     log "N = $n: index queries, k = 3, 7, 11 (200 queries, 1 warm-up + $REPS timed passes)"
@@ -258,6 +302,7 @@ SELECT q AS q1 FROM band_bench_queries WHERE qid = 1 \gset
 SET enable_bitmapscan = off;
 SET enable_indexscan = off;
 SET enable_indexonlyscan = off;
+SET enable_tidscan = off;  -- the covering layout's probe
 PREPARE scan3(simhash64) AS SELECT id FROM docs WHERE fp <~> $1 <= 3;
 PREPARE scan7(simhash64) AS SELECT id FROM docs WHERE fp <~> $1 <= 7;
 PREPARE scan11(simhash64) AS SELECT id FROM docs WHERE fp <~> $1 <= 11;
@@ -269,6 +314,33 @@ EXPLAIN (ANALYZE, BUFFERS) EXECUTE scan3(:'q1');
 SELECT band_bench_check(:n, 'index', 'scan') AS "index = scan, (k, query) pairs";
 SQL
 
+    log "N = $n: every answer against the scan's, as ids"
+    psql_db -c "SELECT band_bench_exact() AS \"index = scan as ids, (k, query) pairs\""
+
+    for layout in $BESIDE; do
+        log "N = $n: beside, layout $layout"
+        psql_db "${v[@]}" -v layout="$layout" <<'SQL'
+SELECT array_agg(qid ORDER BY qid) AS all_q FROM band_bench_queries \gset
+SELECT count(*) FROM simhash_add_bands('docs', 'fp', :'layout') \gset
+VACUUM ANALYZE docs;
+INSERT INTO band_bench_layouts VALUES (:n, 'beside:' || :'layout', :'layout',
+    (SELECT sum(pg_relation_size(index)) FROM simhash_band_indexes('docs', 'fp')) / :n::float8);
+SELECT 'beside:' || :'layout' AS variant \gset
+-- k = 11 only on a layout that serves it (not the halves alone).
+SELECT :'layout' ~ '4x16' AS k11, CASE WHEN :'layout' ~ '4x16' THEN '{3,7,11}' ELSE '{3,7}' END AS ks \gset
+PREPARE near3(simhash64) AS SELECT id FROM docs WHERE fp <~> $1 <= 3;
+PREPARE near7(simhash64) AS SELECT id FROM docs WHERE fp <~> $1 <= 7;
+PREPARE near11(simhash64) AS SELECT id FROM docs WHERE fp <~> $1 <= 11;
+CALL band_bench_run(:n, :'variant', 3, 'near3', :'all_q', :reps, 1);
+CALL band_bench_run(:n, :'variant', 7, 'near7', :'all_q', :reps, 1);
+\if :k11
+CALL band_bench_run(:n, :'variant', 11, 'near11', :'all_q', :reps, 1);
+\endif
+SELECT band_bench_exact(:'ks') AS "beside = scan as ids, (k, query) pairs";
+SQL
+    done
+
+    if [ "$DIY" != 0 ]; then
     log "N = $n: the plain-SQL baseline (table diy, bigint, four expression indexes)"
     psql_db "${v[@]}" <<'SQL'
 SELECT array_agg(qid ORDER BY qid) AS all_q FROM band_bench_queries \gset
@@ -311,6 +383,7 @@ SELECT band_bench_check(:n, 'diy', 'index') AS "diy = index, (k, query) pairs";
 \echo diy indexes: :s s
 DROP TABLE diy;
 SQL
+    fi
 
     if [ "$COVERING" != 0 ]; then
         log "N = $n: covering variant: (simhash_band(fp, n)) INCLUDE (fp, id), UNION of index-only scans"
@@ -356,8 +429,8 @@ DROP INDEX docs_fp_cov0, docs_fp_cov1, docs_fp_cov2, docs_fp_cov3;
 SQL
     fi
 
-    log "N = $n: inserts, $INSERT_ROWS rows, with and without the band indexes (3 rounds)"
-    for round in 1 2 3; do
+    [ "$INSERT_ROUNDS" = 0 ] || log "N = $n: inserts, $INSERT_ROWS rows, with and without the band indexes ($INSERT_ROUNDS rounds)"
+    for round in $(seq 1 "$INSERT_ROUNDS"); do
         psql_db "${v[@]}" -v rows="$INSERT_ROWS" -v round="$round" <<'SQL'
 SELECT format('INSERT INTO docs SELECT g, hashint8extended(g, %s)::simhash64 FROM generate_series(%s, %s) g',
               1000 + :round, :n + 1, :n + :rows) AS ins \gset
@@ -445,7 +518,19 @@ SELECT n AS "N", k, round(index_p50::numeric, 3) AS "index p50", round(index_p99
        round((index_p50 / cov_p50)::numeric, 2) AS "index/covering"
 FROM summary WHERE cov_p50 IS NOT NULL ORDER BY n, k;
 
-\echo 'Targets (stated for N = 10M): k = 3 p50 < 2 ms and >= 300x the scan; k = 7 p50 < 20 ms; k = 11 p50 < 100 ms.'
+\echo 'Layouts side by side: the one built (index) and those BESIDE it, each against the same scan (ms, index bytes per row).'
+SELECT l.n AS "N", l.variant, l.layout, t.k, round(t.p50::numeric, 3) AS p50, round(t.p99::numeric, 3) AS p99,
+       round(s.p50::numeric, 1) AS "scan p50", round((s.p50 / t.p50)::numeric) || 'x' AS "speed-up",
+       round(l.index_bytes_per_row::numeric, 1) AS "index B/row",
+       round(((r.m->>'heap_bytes')::float8 / l.n)::numeric, 1) AS "heap B/row"
+FROM band_bench_layouts l
+JOIN lat t ON t.n = l.n AND t.variant = l.variant
+LEFT JOIN lat s ON s.n = l.n AND s.k = t.k AND s.variant = 'scan'
+JOIN res r ON r.n = l.n
+ORDER BY l.n, l.variant <> 'index', l.variant, t.k;
+
+\echo 'Targets (stated for N = 10M): k = 3 p50 < 2 ms and >= 300x the scan; k = 7 p50 < 20 ms; k = 11 p50 < 100 ms;'
+\echo 'for the layout ''auto'' picks for k = 7 (LAYOUT_K=7): k = 3 >= 1,000x, k = 7 >= 500x, k = 11 >= 100x the scan.'
 SELECT n AS "N", k, target,
        CASE WHEN ok THEN 'met' ELSE 'MISSED' END AS result
 FROM (
@@ -453,5 +538,8 @@ FROM (
     UNION ALL SELECT n, k, '>= 300x scan', speedup >= 300 FROM summary WHERE k = 3
     UNION ALL SELECT n, k, 'p50 < 20 ms', index_p50 < 20 FROM summary WHERE k = 7
     UNION ALL SELECT n, k, 'p50 < 100 ms', index_p50 < 100 FROM summary WHERE k = 11
+    UNION ALL SELECT n, k, '>= 1,000x scan', speedup >= 1000 FROM summary WHERE k = 3
+    UNION ALL SELECT n, k, '>= 500x scan', speedup >= 500 FROM summary WHERE k = 7
+    UNION ALL SELECT n, k, '>= 100x scan', speedup >= 100 FROM summary WHERE k = 11
 ) t ORDER BY n, k, target;
 SQL

@@ -1,7 +1,7 @@
 -- Helpers of bench/band_index_full.sh, loaded into its database on every run.
 -- Dropped and made again, so reloading is harmless.
 
-DROP ROUTINE IF EXISTS band_bench_elapsed, band_bench_run, band_bench_check;
+DROP ROUTINE IF EXISTS band_bench_elapsed, band_bench_run, band_bench_check, band_bench_exact;
 
 -- Where the measurements go: one row per timed execution, and one row per
 -- single figure (build time, sizes, insert rates) of a table size n.
@@ -75,6 +75,43 @@ BEGIN
           WHERE s.n = size AND s.variant = reference GROUP BY s.k, s.qid) b USING (k, qid);
     IF pairs = 0 OR bad > 0 THEN
         RAISE EXCEPTION '% and % disagree on % of % (k, query) pairs', tested, reference, bad, pairs;
+    END IF;
+    RETURN pairs;
+END
+$$;
+
+-- The layout each variant had and its index bytes per row.
+CREATE TABLE IF NOT EXISTS band_bench_layouts (
+    n bigint, variant text, layout text, index_bytes_per_row double precision
+);
+
+-- Fails unless the index answers every query of band_bench_queries at
+-- each k of ks (default 3, 7 and 11) with exactly the ids of band_bench_truth (the scan's:
+-- every row within 11 of each query, with its distance); returns how many
+-- (k, query) pairs were compared. Each query is planned with its k known,
+-- so it probes the table's layout wherever that serves k.
+CREATE FUNCTION band_bench_exact(ks int[] DEFAULT '{3,7,11}') RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    got bigint[];
+    want bigint[];
+    pairs bigint := 0;
+    bad bigint := 0;
+BEGIN
+    FOR r IN SELECT b.qid, b.q, k FROM band_bench_queries b, unnest(ks) k ORDER BY 1, 3 LOOP
+        EXECUTE 'SELECT coalesce(array_agg(id ORDER BY id), ''{}'') FROM docs WHERE fp <~> $1 <= $2'
+            INTO got USING r.q, r.k;
+        SELECT coalesce(array_agg(t.id ORDER BY t.id), '{}') INTO want
+        FROM band_bench_truth t WHERE t.qid = r.qid AND t.dist <= r.k;
+        pairs := pairs + 1;
+        IF got IS DISTINCT FROM want THEN
+            bad := bad + 1;
+            RAISE WARNING 'query % at k = %: % rows, the scan %', r.qid, r.k, cardinality(got), cardinality(want);
+        END IF;
+    END LOOP;
+    IF bad > 0 THEN
+        RAISE EXCEPTION 'the index and the scan disagree on % of % (k, query) pairs', bad, pairs;
     END IF;
     RETURN pairs;
 END
