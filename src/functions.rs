@@ -68,94 +68,133 @@ fn fingerprint(version: Version, text: &[u8]) -> Option<i64> {
         Err(BytesError::Interrupted) => unreachable!("never interrupted"),
     };
     MEMO.with(|memo| memo.keep(version, text, fp));
-    #[cfg(any(test, feature = "pg_test"))]
-    COMPUTED.with(|n| n.set(n.get() + 1));
+    count_computed();
     fp
 }
 
-// Fingerprints this backend computed (for the tests: a generic plan's
-// `simhash($1)` is computed once per execution, not once per row).
+/// Counts one fingerprint or set of keys computed (for the tests).
+#[inline]
+pub(crate) fn count_computed() {
+    #[cfg(any(test, feature = "pg_test"))]
+    COMPUTED.with(|n| n.set(n.get() + 1));
+}
+
+// The fingerprints and sets of keys this backend computed (for the
+// tests: a generic plan's `simhash($1)` is computed once per execution,
+// not once per row).
 #[cfg(any(test, feature = "pg_test"))]
 thread_local! {
     static COMPUTED: Cell<u64> = const { Cell::new(0) };
 }
 
-/// How many fingerprints this backend has computed (for the tests).
+/// How many fingerprints and sets of keys this backend has computed (for
+/// the tests).
 #[cfg(any(test, feature = "pg_test"))]
-pub fn fingerprints_computed() -> u64 {
+pub fn computed_at_call_sites() -> u64 {
     COMPUTED.with(Cell::get)
 }
 
-/// The longest text whose fingerprint a call site keeps ([`CallMemo`]).
+/// The longest text whose value a call site keeps ([`CallMemo`]).
 const CALL_MEMO_MAX_BYTES: usize = 16 << 20;
 
-/// Marks a call site's `fn_extra` as a [`CallMemo`].
-const CALL_MEMO_MAGIC: u32 = 0x5348_4d31;
+/// Marks a call site's `fn_extra` as a [`CallMemo`]; the low byte says
+/// which function's (the definitions of the fingerprint, the keys).
+const CALL_MEMO_MAGIC: u32 = 0x5348_4d00;
 
-/// The last fingerprint a call site computed, with the text it came from,
-/// in the call site's own memory (`fn_mcxt`, freed with the expression).
+/// The call site's mark of each definition of the fingerprint.
+fn call_memo_tag(version: Version) -> u32 {
+    CALL_MEMO_MAGIC
+        | match version {
+            Version::V1 => 1,
+            Version::V2 => 2,
+            Version::V3 => 3,
+        }
+}
+
+/// The call site's mark of `simhash_lsh`.
+pub(crate) const CALL_MEMO_LSH: u32 = CALL_MEMO_MAGIC | 0x10;
+
+/// The last value a call site computed from its text argument, with the
+/// text, in the call site's own memory (`fn_mcxt`, freed with the
+/// expression).
 ///
 /// Where the argument is a constant or a query parameter (`simhash($1)` in
 /// a prepared statement), PostgreSQL evaluates the call once per row that
 /// reaches it: in a generic plan, once per candidate row of the band
-/// indexes. Kept here, the fingerprint is computed once per execution and
-/// every other row compares the text with the one kept (a memcmp, at
-/// memory speed, where the fingerprint runs at a few hundred MB/s).
-/// The text is always compared: the same expression is evaluated again
-/// with other parameter values (PL/pgSQL keeps a simple expression's state
-/// for the whole transaction), and a different text is computed anew.
+/// indexes. Kept here, the value is computed once per execution and every
+/// other row compares the text with the one kept (a memcmp, at memory
+/// speed, where the fingerprint runs at a few hundred MB/s). The text is
+/// always compared: the same expression is evaluated again with other
+/// parameter values (PL/pgSQL keeps a simple expression's state for the
+/// whole transaction), and a different text is computed anew.
 #[repr(C)]
-struct CallMemo {
-    magic: u32,
-    version: Version,
-    fp: Option<i64>,
+struct CallMemo<T> {
+    tag: u32,
+    value: T,
     len: usize,
     bytes: *mut u8,
 }
 
-/// The fingerprint of the call's text argument under `version`, kept at
-/// the call site when the argument cannot change between rows.
+/// `compute` of the call's text argument, kept at the call site (marked
+/// `tag`, one per function) when the argument cannot change between rows.
 ///
 /// # Safety
 /// `fcinfo` is the call's own, of a strict function of one `text`
-/// argument.
-unsafe fn fingerprint_of_arg(fcinfo: pg_sys::FunctionCallInfo, version: Version) -> Option<i64> {
+/// argument, and `tag` is that function's alone (the call site's memory
+/// is read as a `CallMemo<T>` where the tag matches).
+pub(crate) unsafe fn kept_at_call_site<T: Copy>(
+    fcinfo: pg_sys::FunctionCallInfo,
+    tag: u32,
+    compute: impl FnOnce(&[u8]) -> T,
+) -> T {
     let text = text_arg(fcinfo);
     let flinfo = (*fcinfo).flinfo;
     if flinfo.is_null()
         || text.len() > CALL_MEMO_MAX_BYTES
         || !pg_sys::get_fn_expr_arg_stable(flinfo, 0)
     {
-        return fingerprint(version, text);
+        return compute(text);
     }
-    let mut memo = (*flinfo).fn_extra.cast::<CallMemo>();
-    if !memo.is_null() && (*memo).magic == CALL_MEMO_MAGIC && (*memo).version == version {
+    let mut memo = (*flinfo).fn_extra.cast::<CallMemo<T>>();
+    if !memo.is_null() && (*memo).tag == tag {
         let kept = std::slice::from_raw_parts((*memo).bytes, (*memo).len);
         if kept == text {
-            return (*memo).fp;
+            return (*memo).value;
         }
     }
-    let fp = fingerprint(version, text);
+    let value = compute(text);
     if memo.is_null() {
-        memo = pg_sys::MemoryContextAllocZero((*flinfo).fn_mcxt, std::mem::size_of::<CallMemo>())
-            .cast::<CallMemo>();
-    } else if (*memo).magic != CALL_MEMO_MAGIC {
+        memo =
+            pg_sys::MemoryContextAllocZero((*flinfo).fn_mcxt, std::mem::size_of::<CallMemo<T>>())
+                .cast::<CallMemo<T>>();
+    } else if (*memo).tag != tag {
         // Someone else's state: leave it alone.
-        return fp;
+        return value;
     } else if !(*memo).bytes.is_null() {
         pg_sys::pfree((*memo).bytes.cast());
     }
     let bytes = pg_sys::MemoryContextAlloc((*flinfo).fn_mcxt, text.len().max(1)).cast::<u8>();
     std::ptr::copy_nonoverlapping(text.as_ptr(), bytes, text.len());
     memo.write(CallMemo {
-        magic: CALL_MEMO_MAGIC,
-        version,
-        fp,
+        tag,
+        value,
         len: text.len(),
         bytes,
     });
     (*flinfo).fn_extra = memo.cast();
-    fp
+    value
+}
+
+/// The fingerprint of the call's text argument under `version`, kept at
+/// the call site ([`kept_at_call_site`]).
+///
+/// # Safety
+/// `fcinfo` is the call's own, of a strict function of one `text`
+/// argument.
+unsafe fn fingerprint_of_arg(fcinfo: pg_sys::FunctionCallInfo, version: Version) -> Option<i64> {
+    kept_at_call_site(fcinfo, call_memo_tag(version), |text| {
+        fingerprint(version, text)
+    })
 }
 
 /// The fingerprint of `text` under definition 3 (the default), as

@@ -58,7 +58,7 @@ mod tests {
              PREPARE generic_q(text) AS SELECT count(*) FROM generic_t WHERE fp <~> simhash($1) <= 3",
         )
         .expect("the set-up runs");
-        let before = crate::functions::fingerprints_computed();
+        let before = crate::functions::computed_at_call_sites();
         for text in [
             "a first query text",
             "a second, different one",
@@ -71,11 +71,46 @@ mod tests {
             assert_eq!(count, Ok(Some(2000)));
             Spi::run(&format!("EXECUTE generic_q('{text}')")).expect("the execution runs");
         }
-        let computed = crate::functions::fingerprints_computed() - before;
+        let computed = crate::functions::computed_at_call_sites() - before;
         assert!(
             computed <= 6,
             "{computed} fingerprints for 6 executions of 2,000 rows"
         );
+    }
+
+    #[pg_test]
+    fn a_generic_plan_computes_the_keys_of_its_parameter_once_per_execution() {
+        // The second source's filter in a generic plan:
+        // simhash_lsh_shared(keys, simhash_lsh($1)) on every row.
+        Spi::run(
+            "CREATE TABLE generic_lsh AS SELECT i AS id, simhash_lsh('row ' || i || ' of a table of texts') AS k \
+               FROM generate_series(1, 2000) i; \
+             SET plan_cache_mode = force_generic_plan; \
+             PREPARE generic_lsh_q(text) AS SELECT count(*) FROM generic_lsh \
+               WHERE simhash_lsh_shared(k, simhash_lsh($1)) >= 0",
+        )
+        .expect("the set-up runs");
+        let before = crate::functions::computed_at_call_sites();
+        for text in ["a first query text", "a second one", "a first query text"] {
+            let count = Spi::get_one::<i64>(&format!("EXECUTE generic_lsh_q('{text}')"));
+            assert_eq!(count, Ok(Some(2000)));
+        }
+        let computed = crate::functions::computed_at_call_sites() - before;
+        assert!(
+            computed <= 3,
+            "{computed} keys computed for 3 executions of 2,000 rows"
+        );
+        // And a PL/pgSQL expression kept across values: each its own keys.
+        Spi::run(
+            "DO $$ DECLARE t text; BEGIN \
+               FOR i IN 1..20 LOOP \
+                 t := 'row ' || i || ' of a table of texts'; \
+                 IF simhash_lsh(t) IS DISTINCT FROM (SELECT k FROM generic_lsh WHERE id = i) THEN \
+                   RAISE EXCEPTION 'the keys of % are not its own', t; \
+                 END IF; \
+               END LOOP; END $$",
+        )
+        .expect("every value gets its own keys");
     }
 
     #[pg_test]

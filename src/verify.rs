@@ -139,15 +139,18 @@ fn simhash_lsh_min_shared() -> i32 {
 /// character.
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_lsh_text(fcinfo: pg_sys::FunctionCallInfo) -> Option<Vec<i32>> {
-    // SAFETY: a strict function of one text argument, called by PostgreSQL.
-    let text = unsafe { crate::detoast::text_bytes((*fcinfo).args.as_slice(1)[0].value) };
-    lsh_keys_of(text).map(|k| k.to_vec())
+    // SAFETY: a strict function of one text argument, called by
+    // PostgreSQL; the tag is simhash_lsh's alone.
+    let keys =
+        unsafe { functions::kept_at_call_site(fcinfo, functions::CALL_MEMO_LSH, lsh_keys_of) };
+    keys.map(|k| k.to_vec())
 }
 
 /// The candidate keys of a text's bytes ([`simhash_core::lsh`]), checking
 /// for a cancel as it reads.
 pub fn lsh_keys_of(text: &[u8]) -> Option<[i32; simhash_core::lsh::BANDS]> {
     functions::check_utf8_database();
+    functions::count_computed();
     let keys = simhash_core::lsh::keys_checked(text, || {
         pgrx::check_for_interrupts!();
         true
