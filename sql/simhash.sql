@@ -861,11 +861,12 @@ BEGIN
                   HINT = 'Rename that trigger so that its name sorts before the guard''s, or make it an AFTER trigger.';
     END IF;
     -- Checks the column and, unless a layout that serves k is there, makes
-    -- the band indexes (the 16-bit bands for k above 7, which the halves
-    -- do not probe).
+    -- the band indexes: the layout 'auto' picks for the guard's k (for k
+    -- above 7 the 16-bit bands, plain or covering: the halves do not probe
+    -- it).
     IF NOT EXISTS (SELECT FROM unnest(@extschema@.simhash_band_layouts(tbl, col)) l
                    WHERE l = '4x16' OR k <= 7) THEN
-        PERFORM @extschema@.simhash_add_bands(tbl, col, CASE WHEN k > 7 THEN '4x16' ELSE 'auto' END);
+        PERFORM @extschema@.simhash_add_bands(tbl, col, 'auto', k);
     END IF;
     IF text_col IS NULL THEN
         EXECUTE format('CREATE OR REPLACE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW '
