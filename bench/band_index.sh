@@ -142,7 +142,7 @@ SQL
 
     log "insert throughput, 100000 rows"
     psql_db >/dev/null -c "CREATE UNLOGGED TABLE ins_src AS SELECT g AS id, hashint8extended(g, 5)::simhash64 AS fp FROM generate_series(1, 100000) g" \
-        -c "CREATE UNLOGGED TABLE ins_idx (LIKE docs)" -c "SELECT simhash_add_bands('ins_idx', 'fp')" \
+        -c "CREATE UNLOGGED TABLE ins_idx (LIKE docs)" -c "SELECT simhash_add_bands('ins_idx', 'fp', '4x16')" \
         -c "CREATE UNLOGGED TABLE ins_plain (LIKE docs)" \
         -c "INSERT INTO ins_idx SELECT * FROM docs LIMIT $(( rows / 10 ))" -c "INSERT INTO ins_plain SELECT * FROM docs LIMIT $(( rows / 10 ))"
     ins() {
