@@ -477,14 +477,15 @@ impl<'a, S: Sink> Scan<'a, S> {
     /// ASCII or one of the table's; when the run ends on a mark followed
     /// by some other character, the mark is given back to the caller.
     ///
-    /// With `BLOCK` 16 (only ever in [`scan_avx512`]) the run goes
-    /// sixteen characters at a time where 64 bytes are left to read
-    /// ([`wide::ideographs16`]), with `BLOCK` 8 (only ever in
+    /// With `BLOCK` 16 (only ever in [`scan_avx512`], with `VBMI`, and
+    /// [`scan_avx512bw`], without) the run goes sixteen characters at a
+    /// time where 64 bytes are left to read ([`wide::ideographs16`] or
+    /// [`wide::ideographs16bw`]), with `BLOCK` 8 (only ever in
     /// [`scan_avx2`]) eight at a time where 32 bytes are left
     /// ([`wide::ideographs8`]), one at a time near the end; with `BLOCK`
     /// 0, one at a time throughout.
     #[inline(always)]
-    fn ideograph_run<const BLOCK: usize>(
+    fn ideograph_run<const BLOCK: usize, const VBMI: bool>(
         &mut self,
         buffer: &mut Buffer,
         bytes: &[u8],
@@ -522,9 +523,17 @@ impl<'a, S: Sink> Scan<'a, S> {
                         let chunk: &[u8; 64] = chunk.try_into().expect("64 bytes");
                         let out: &mut [u32; 16] = out.try_into().expect("16 entries");
                         // SAFETY: `BLOCK == 16` only in `scan_avx512`,
-                        // called only when `wide::available`.
+                        // called only when `wide::available`, with
+                        // `VBMI`, and in `scan_avx512bw`, called only
+                        // when `wide::available16bw`, without.
                         #[allow(unsafe_code)]
-                        let block = unsafe { wide::ideographs16(&self.fast.run, chunk, out) };
+                        let block = unsafe {
+                            if VBMI {
+                                wide::ideographs16(&self.fast.run, chunk, out)
+                            } else {
+                                wide::ideographs16bw(&self.fast.run, chunk, out)
+                            }
+                        };
                         kept += block.kept;
                         if block.through_mark > 0 {
                             after_mark = i + 3 * block.through_mark;
@@ -679,10 +688,11 @@ impl<'a, S: Sink> Scan<'a, S> {
 ///
 /// With `simd` AVX-512 on a processor that has it and VBMI
 /// ([`wide::available`]), runs of ideographs go sixteen characters at a
-/// time; with AVX2 or AVX-512 without VBMI ([`wide::available8`]), eight
-/// at a time, and the whole scan is compiled for AVX2 (the loops of
-/// [`ascii_block`] in 32-byte vectors): the same features in the same
-/// order.
+/// time; with AVX-512 without VBMI ([`wide::available16bw`]) sixteen at a
+/// time too, their bytes spread another way; with AVX2
+/// ([`wide::available8`]), eight at a time, and the whole scan is
+/// compiled for AVX2 (the loops of [`ascii_block`] in 32-byte vectors):
+/// the same features in the same order.
 // The call of a function compiled for instructions the processor was
 // found to have.
 #[allow(unsafe_code)]
@@ -701,12 +711,17 @@ pub(crate) fn scan<S: Sink>(
         return unsafe { scan_avx512(fold, tables, bytes, sink, go_on, work) };
     }
     #[cfg(target_arch = "x86_64")]
+    if wide::available16bw(simd) {
+        // SAFETY: the processor has the instructions (`wide::available16bw`).
+        return unsafe { scan_avx512bw(fold, tables, bytes, sink, go_on, work) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if wide::available8(simd) {
         // SAFETY: the processor has the instructions (`wide::available8`).
         return unsafe { scan_avx2(fold, tables, bytes, sink, go_on, work) };
     }
     let _ = simd;
-    scan_as::<S, 0>(fold, tables, bytes, sink, go_on, work)
+    scan_as::<S, 0, false>(fold, tables, bytes, sink, go_on, work)
 }
 
 /// [`scan_as`] with runs of ideographs sixteen characters at a time.
@@ -720,7 +735,22 @@ fn scan_avx512<S: Sink>(
     go_on: impl FnMut() -> bool,
     work: &mut ScanWork,
 ) -> Result<S, Stop> {
-    scan_as::<S, 16>(fold, tables, bytes, sink, go_on, work)
+    scan_as::<S, 16, true>(fold, tables, bytes, sink, go_on, work)
+}
+
+/// [`scan_as`] with runs of ideographs sixteen characters at a time,
+/// without VBMI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,avx512f,avx512bw,popcnt,lzcnt,bmi1,bmi2")]
+fn scan_avx512bw<S: Sink>(
+    fold: &Fold,
+    tables: &ScanTables,
+    bytes: &[u8],
+    sink: S,
+    go_on: impl FnMut() -> bool,
+    work: &mut ScanWork,
+) -> Result<S, Stop> {
+    scan_as::<S, 16, false>(fold, tables, bytes, sink, go_on, work)
 }
 
 /// [`scan_as`] with runs of ideographs eight characters at a time.
@@ -734,13 +764,14 @@ fn scan_avx2<S: Sink>(
     go_on: impl FnMut() -> bool,
     work: &mut ScanWork,
 ) -> Result<S, Stop> {
-    scan_as::<S, 8>(fold, tables, bytes, sink, go_on, work)
+    scan_as::<S, 8, false>(fold, tables, bytes, sink, go_on, work)
 }
 
 /// [`scan`], runs of ideographs `BLOCK` (16, 8, or 0: one) characters at
-/// a time ([`Scan::ideograph_run`]).
+/// a time ([`Scan::ideograph_run`]), sixteen with VBMI's byte permutes
+/// or without.
 #[inline(always)]
-fn scan_as<S: Sink, const BLOCK: usize>(
+fn scan_as<S: Sink, const BLOCK: usize, const VBMI: bool>(
     fold: &Fold,
     tables: &ScanTables,
     bytes: &[u8],
@@ -792,7 +823,9 @@ fn scan_as<S: Sink, const BLOCK: usize>(
                     if let Some(from) = slow_from.take() {
                         s.slow(&bytes[from..i], &mut steps, &mut go_on)?;
                     }
-                    i = s.ideograph_run::<BLOCK>(buffer, bytes, i, u, &mut steps, &mut go_on)?;
+                    i = s.ideograph_run::<BLOCK, VBMI>(
+                        buffer, bytes, i, u, &mut steps, &mut go_on,
+                    )?;
                     continue;
                 }
                 // A mark ends the piece, as a space does.
@@ -1058,7 +1091,7 @@ mod tests {
             let mut steps = CHECK_EVERY;
             let u = '字' as u32;
             let left = s
-                .ideograph_run::<0>(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
+                .ideograph_run::<0, false>(&mut work.buffer, bytes, 0, u, &mut steps, &mut || true)
                 .unwrap();
             assert_eq!((left, s.piece), (to, piece), "{text:?}");
         }

@@ -17,6 +17,13 @@
 //! no compress, so the features are packed by a permute of 32-bit words
 //! whose indexes come from a table of the 256 masks.
 //!
+//! With AVX-512 but without VBMI ([`ideographs16bw`], Intel's Skylake-SP
+//! and Cascade Lake) the sixteen characters go together all the same:
+//! the bytes of each four characters are first moved into their own
+//! 128-bit quarter by a permute of 32-bit words (`vpermd`), then spread
+//! within each quarter (`vpshufb`), as AVX2 does with two halves; the
+//! rest is [`ideographs16`]'s.
+//!
 //! Why intrinsics and not `wide`: `wide` picks its instructions by the
 //! features the crate is compiled with (`cfg(target_feature)`), not by
 //! the `#[target_feature]` of the function that calls it, so in a build
@@ -47,6 +54,24 @@ pub(super) fn available(simd: Simd) -> bool {
         has!("avx512vbmi") && has!("popcnt") && has!("lzcnt") && has!("bmi1") && has!("bmi2")
     };
     simd == Simd::Avx512 && simd.available() && *MORE.get_or_init(more)
+}
+
+/// Whether [`ideographs16bw`] may run: AVX-512 was asked for (with or
+/// without VBMI), and the processor has it and the bit instructions that
+/// come with it (every processor with AVX-512 that is made has them);
+/// found once per process.
+pub(super) fn available16bw(simd: Simd) -> bool {
+    static MORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let more = || {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f")
+            && has!("avx512bw")
+            && has!("popcnt")
+            && has!("lzcnt")
+            && has!("bmi1")
+            && has!("bmi2")
+    };
+    simd.is_avx512() && simd.available() && *MORE.get_or_init(more)
 }
 
 /// Whether [`ideographs8`] may run: AVX2 or more was asked for, and the
@@ -137,9 +162,48 @@ pub(super) fn ideographs16(
     chunk: &[u8; 64],
     out: &mut [u32; 16],
 ) -> Block {
+    let w = _mm512_maskz_permutexvar_epi8(SPREAD_BYTES, load(&SPREAD), load(chunk));
+    lanes16(table, w, out)
+}
+
+/// The sixteen three-byte characters at the start of `chunk` (the 16
+/// bytes after them are not read): [`ideographs16`] without VBMI.
+#[target_feature(enable = "avx512f,avx512bw,popcnt,lzcnt,bmi1,bmi2")]
+#[inline]
+pub(super) fn ideographs16bw(
+    table: &[u16; RUN_TABLE],
+    chunk: &[u8; 64],
+    out: &mut [u32; 16],
+) -> Block {
+    // Characters 4k to 4k + 3 are bytes 12k to 12k + 11, words 3k to
+    // 3k + 2: into quarter k.
+    let quarters = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 1, 2, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 0),
+        load(chunk),
+    );
+    let w = _mm512_shuffle_epi8(quarters, load(&SPREAD_QUARTERS));
+    lanes16(table, w, out)
+}
+
+/// For `vpshufb` over 64 bytes: in each 128-bit quarter, the bytes of
+/// character `l` into the low three bytes of lane `l` (of four), the
+/// fourth byte zeroed ([`SPREAD8`]'s quarters, four times).
+const SPREAD_QUARTERS: [u8; 64] = {
+    let mut index = [0u8; 64];
+    let mut p = 0;
+    while p < 64 {
+        index[p] = SPREAD8[p % 16];
+        p += 1;
+    }
+    index
+};
+
+/// [`ideographs16`] and [`ideographs16bw`] from the bytes of each
+/// character in the low three bytes of its lane of `w`.
+#[target_feature(enable = "avx512f,popcnt,lzcnt,bmi1,bmi2")]
+#[inline]
+fn lanes16(table: &[u16; RUN_TABLE], w: __m512i, out: &mut [u32; 16]) -> Block {
     let one = _mm512_set1_epi32;
-    let bytes = load(chunk);
-    let w = _mm512_maskz_permutexvar_epi8(SPREAD_BYTES, load(&SPREAD), bytes);
     // A lead byte 1110xxxx and two continuation bytes 10xxxxxx.
     let well_formed =
         _mm512_cmpeq_epi32_mask(_mm512_and_si512(w, one(0x00C0_C0F0)), one(0x0080_80E0));
@@ -318,7 +382,8 @@ mod tests {
     fn blocks_say_what_one_at_a_time_says() {
         let tables = &shared().fast;
         let (has16, has8) = (available(Simd::Avx512), available8(Simd::Avx2));
-        if !has16 && !has8 {
+        let has16bw = available16bw(Simd::Avx512NoVbmi);
+        if !has16 && !has8 && !has16bw {
             return;
         }
         let pieces: Vec<&[u8]> = vec![
@@ -374,6 +439,19 @@ mod tests {
                     out[..block.kept],
                     codes[..],
                     "16, round {round}: {chunk:x?}"
+                );
+            }
+            if has16bw {
+                let mut out = [0u32; 16];
+                // SAFETY: the processor has the instructions (`available16bw`).
+                #[allow(unsafe_code)]
+                let block = unsafe { ideographs16bw(&tables.run, &chunk, &mut out) };
+                let (expected, codes) = one_at_a_time(tables, &chunk, 16);
+                assert_eq!(block, expected, "16bw, round {round}: {chunk:x?}");
+                assert_eq!(
+                    out[..block.kept],
+                    codes[..],
+                    "16bw, round {round}: {chunk:x?}"
                 );
             }
             if has8 {
