@@ -324,7 +324,7 @@ BEGIN
             CASE WHEN lsh IS NULL THEN '' ELSE ' and the keys'' GIN index' END,
             key_col, tbl,
             CASE WHEN lsh IS NULL THEN format('%I <~> simhash($1) <= %s', fp_col, verify_k)
-                 ELSE format('(%I <~> simhash($1) <= %s OR (%I && simhash_lsh($1) AND simhash_jaccard(%I, $1) >= %s))',
+                 ELSE format('(%I <~> simhash($1) <= %s OR (%I &&& simhash_lsh($1) AND simhash_jaccard(%I, $1) >= %s))',
                              fp_col, verify_k, lsh, text_col, @extschema@.simhash_lsh_min_jaccard()) END,
             text_col, threshold,
             verify_k, threshold))];

@@ -429,7 +429,7 @@ keyed=$(q -c "SELECT simhash_review('keyed', 'fp', 'body')")
 grep -qE "<tr class=\"keys\" id=\"by-keys\"><td>past 11, shared keys</td><td>1</td><td>1</td>" <<<"$keyed" ||
     fail "the page does not count the pair found by shared keys: $(grep -o '<tr class="keys".*</tr>' <<<"$keyed")"
 grep -qF "Distance $d_keyed: found by shared candidate keys</h3>" <<<"$keyed" || fail "the pair's heading does not say it was found by shared keys"
-grep -qF 'body_lsh &amp;&amp; simhash_lsh($1)' <<<"$keyed" || fail "the rule in SQL does not show the second source"
+grep -qF 'body_lsh &amp;&amp;&amp; simhash_lsh($1)' <<<"$keyed" || fail "the rule in SQL does not show the second source"
 grep -qF '<h4>id 2<' <<<"$keyed" || fail "the copy is not shown"
 log "review test: the second source's pair (distance $d_keyed) shown apart, found by shared keys"
 

@@ -31,6 +31,12 @@ SELECT array_agg(d.id) AS lsh_candidates_verified
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM lsh_docs WHERE lsh && simhash_lsh('a text to look for among the documents');
 RESET enable_seqscan;
+-- A GIN index of the arrays' own class answers && alone: simhash_add_lsh
+-- adds one of simhash_lsh_ops beside it, which answers &&& and &&.
+SELECT simhash_add_lsh('lsh_docs', 'body') AS column_found;
+SELECT array_agg(o.opcname ORDER BY o.opcname) AS gin_classes
+  FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0]
+ WHERE i.indrelid = 'lsh_docs'::regclass AND o.opcmethod = (SELECT oid FROM pg_am WHERE amname = 'gin');
 DROP TABLE lsh_docs;
 
 -- The second source in one call, and the rule of record with it.
@@ -48,7 +54,8 @@ SELECT simhash_add_lsh('news', 'body') AS again_nothing_new,
 SELECT a.attname, pg_get_expr(d.adbin, d.adrelid) AS generated_as
   FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
  WHERE a.attrelid = 'news'::regclass AND a.attname = 'body_lsh';
-SELECT count(*) AS gin_indexes FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+SELECT count(*) AS gin_indexes, min(o.opcname) AS its_class
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_opclass o ON o.oid = i.indclass[0]
  WHERE i.indrelid = 'news'::regclass AND c.relam = (SELECT oid FROM pg_am WHERE amname = 'gin');
 ANALYZE news;
 -- The rule in plain SQL: a candidate of either source, verified. The
@@ -57,14 +64,35 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF)
 SELECT id FROM news
  WHERE (fp <~> simhash('a text to look for') <= 11
-        OR (body_lsh && simhash_lsh('a text to look for')
+        OR (body_lsh &&& simhash_lsh('a text to look for')
             AND simhash_jaccard(body, 'a text to look for') >= simhash_lsh_min_jaccard()))
    AND simhash_similarity(body, 'a text to look for') >= 0.82;
+-- The arrays' && through the same index.
+EXPLAIN (COSTS OFF) SELECT id FROM news WHERE body_lsh && simhash_lsh('a text to look for');
 RESET enable_seqscan;
+-- &&& is estimated as band keys are: about unique to a row, so a text
+-- shares keys with a handful of rows. The arrays' && estimates a share
+-- of the table; at a million rows that starts parallel workers and JIT
+-- for a query that reads a few dozen rows.
+CREATE FUNCTION pg_temp.plan_rows(query text) RETURNS double precision LANGUAGE plpgsql AS $f$
+DECLARE
+    plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || query INTO plan;
+    RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+END
+$f$;
+SELECT pg_temp.plan_rows(format('SELECT id FROM news WHERE body_lsh &&& simhash_lsh(%L)', q)) <= 2 AS keys_estimated_as_keys,
+       pg_temp.plan_rows(format('SELECT id FROM news WHERE body_lsh && simhash_lsh(%L)', q))
+       > pg_temp.plan_rows(format('SELECT id FROM news WHERE body_lsh &&& simhash_lsh(%L)', q)) AS arrays_estimated_higher,
+       (SELECT count(*) FROM news WHERE body_lsh &&& simhash_lsh(q)) AS rows_sharing_a_key,
+       (SELECT count(*) FROM news WHERE body_lsh &&& simhash_lsh(q))
+       = (SELECT count(*) FROM news WHERE body_lsh OPERATOR(pg_catalog.&&) simhash_lsh(q)) AS same_rows_as_arrays
+  FROM lsh_query;
 SELECT array_agg(n.id) AS rule_of_record
   FROM news n, lsh_query
  WHERE (n.fp <~> simhash(q) <= 11
-        OR (n.body_lsh && simhash_lsh(q) AND simhash_jaccard(n.body, q) >= simhash_lsh_min_jaccard()))
+        OR (n.body_lsh &&& simhash_lsh(q) AND simhash_jaccard(n.body, q) >= simhash_lsh_min_jaccard()))
    AND simhash_similarity(n.body, q) >= 0.82;
 -- A candidate only the keys found must also reach the 5-gram Jaccard
 -- simhash_lsh_min_jaccard(): two long texts on one subject share a key
