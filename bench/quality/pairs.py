@@ -78,6 +78,8 @@ class Pairs:
     # group -> text ids of the documents compared all against all
     # (allpairs.py).
     samples: dict = field(default_factory=dict)
+    # group -> documents in its pool.
+    pool_sizes: dict = field(default_factory=dict)
     _index: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def text_id(self, lang: str, text: str) -> int:
@@ -224,6 +226,28 @@ def load_groups(data: Path, seed: int) -> tuple[dict, dict]:
     return pools, hard
 
 
+SECOND_FILES = {g: f"{g[0]}-{g[1]}" for g in GROUPS}
+
+
+def load_second_groups(data: Path, seed: int) -> tuple[dict, dict]:
+    """The same as `load_groups` for the second set, which `second_set.py`
+    writes: per group, <lang>-<size>.jsonl.gz (the pool, in corpus order)
+    and <lang>-<size>.hard.jsonl.gz (candidate hard pairs by id, with the
+    kind that names their source)."""
+    pools: dict[tuple[str, str], list[Doc]] = {}
+    hard: dict[tuple[str, str], dict[str, list[tuple[Doc, Doc]]]] = {}
+    for g, name in SECOND_FILES.items():
+        docs = [Doc(d["id"], d["text"], d["source"]) for d in read_jsonl_gz(data / f"{name}.jsonl.gz")]
+        by_id = {d.id: d for d in docs}
+        hard[g] = collections.defaultdict(list)
+        for h in read_jsonl_gz(data / f"{name}.hard.jsonl.gz"):
+            hard[g][h["kind"]].append((by_id[h["a"]], by_id[h["b"]]))
+        hard[g] = dict(hard[g])
+        seen: set[str] = set()
+        pools[g] = [d for d in docs if not (d.text in seen or seen.add(d.text))]
+    return pools, hard
+
+
 def shingles(text: str, n: int = 5) -> set[str]:
     t = "".join(text.lower().split())
     return {t[i : i + n] for i in range(max(1, len(t) - n + 1))}
@@ -252,15 +276,18 @@ class CharSampler:
         return self.chars[bisect.bisect_right(self.cum, rng.random() * self.cum[-1])]
 
 
-def build(data: Path, seed: int, positives: int, negatives: int, all_pairs: int) -> Pairs:
+def build(
+    data: Path, seed: int, positives: int, negatives: int, all_pairs: int, second: bool = False
+) -> Pairs:
     """`positives` pairs per (group, edit kind, rate), `negatives` pairs
     per (group, random or hard), and a sample of `all_pairs` documents per
-    group."""
-    pools, hard = load_groups(data, seed)
+    group; from the second set's files (`second_set.py`) with `second`."""
+    pools, hard = (load_second_groups if second else load_groups)(data, seed)
     out = Pairs()
     for group in GROUPS:
         lang, _ = group
         pool = pools[group]
+        out.pool_sizes[group] = len(pool)
         order = list(pool)
         random.Random(f"{seed}:{group}:order").shuffle(order)
         sampler = CharSampler(pool, random.Random(f"{seed}:{group}:chars"))

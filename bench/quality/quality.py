@@ -163,7 +163,16 @@ def main() -> int:
     )
     ap.add_argument("--skip", default="", help="comma-separated systems to leave out")
     ap.add_argument("--skip-long", action="store_true", help="leave out the long-text check")
+    ap.add_argument(
+        "--set",
+        choices=("first", "second"),
+        default="first",
+        help="second: --data is the directory second_set.py writes; results go to results-second.md, "
+        "kcurve-second.csv and recall_by_edit-second.csv; no long-text check",
+    )
     args = ap.parse_args()
+    if args.set == "second":
+        args.skip_long = True
     args.work.mkdir(parents=True, exist_ok=True)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     if args.variants == "none":
@@ -178,9 +187,15 @@ def main() -> int:
 
     started = time.time()
     t0 = time.time()
-    ps = pairs_mod.build(args.data, args.seed, args.positives, args.negatives, args.all_pairs)
+    ps = pairs_mod.build(
+        args.data, args.seed, args.positives, args.negatives, args.all_pairs, second=args.set == "second"
+    )
     build_s = time.time() - t0
     chars = sum(len(t) for t in ps.texts)
+    print(
+        "pools: " + ", ".join(f"{g[0]} {g[1]} {n}" for g, n in ps.pool_sizes.items()),
+        file=sys.stderr,
+    )
     print(
         f"pairs: {len(ps.pairs)} over {len(ps.texts)} texts ({chars / 1e6:.1f} M characters), "
         f"built in {build_s:.0f} s",
@@ -307,20 +322,46 @@ def main() -> int:
 
     md = render(args, ps, m, results, failures, build_s, total_s, chars, long_rows, chosen)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.md").write_text(md, encoding="utf-8")
-    (args.out / "kcurve.csv").write_text(report.curve_csv(results), encoding="utf-8")
-    (args.out / "recall_by_edit.csv").write_text(report.edits_csv(results, m), encoding="utf-8")
+    suffix = "" if args.set == "first" else f"-{args.set}"
+    (args.out / f"results{suffix}.md").write_text(md, encoding="utf-8")
+    (args.out / f"kcurve{suffix}.csv").write_text(report.curve_csv(results), encoding="utf-8")
+    (args.out / f"recall_by_edit{suffix}.csv").write_text(report.edits_csv(results, m), encoding="utf-8")
     print(md)
     return 0
+
+
+def options_echo() -> str:
+    """The command-line options but the paths of this machine."""
+    out, argv = [], sys.argv[1:]
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--data", "--binary", "--work", "--out"):
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return " ".join(out)
 
 
 def render(args, ps, m, results, failures, build_s, total_s, chars, long_rows, chosen) -> str:
     main = [r for r in results if not r.prototype]
     ours = [r for r in results if (r.name.startswith("ours") or r.prototype) and r.kind == "simhash"]
+    if args.set == "second":
+        head = [
+            "# Detection quality: results on the second set",
+            "",
+            "The second labeled set (see \"The second set\" in README.md): the same groups, edits, negatives "
+            "and measures on Debian packages the first set does not use. Pools: "
+            + ", ".join(f"{g[0]} {g[1]} {n:,} documents" for g, n in ps.pool_sizes.items())
+            + f" (all pairs: the whole pool when it is smaller than {args.all_pairs:,}). Options: `{options_echo()}`.",
+            "",
+            f"`bench/quality/second.sh`, seed {args.seed}: {args.positives} positive pairs per ",
+        ]
+    else:
+        head = ["# Detection quality: results", "", f"`bench/quality/run.sh`, seed {args.seed}: {args.positives} positive pairs per "]
     out = [
-        "# Detection quality: results",
-        "",
-        f"`bench/quality/run.sh`, seed {args.seed}: {args.positives} positive pairs per "
+        *head[:-1],
+        head[-1] +
         f"(group, edit, rate), {args.negatives} random and {args.negatives} hard negatives per group, "
         f"{len(ps.pairs):,} labeled pairs over {len(ps.texts):,} distinct texts ({chars / 1e6:.1f} M characters), "
         f"and all pairs of {args.all_pairs:,} documents per group. "
@@ -362,6 +403,7 @@ def render(args, ps, m, results, failures, build_s, total_s, chars, long_rows, c
         "",
         "## Long texts: distinct texts that must not match",
         "",
+        "Not measured on the second set: it has no long texts known to be distinct." if args.set == "second" else
         f"All pairs of {LONG_ZH_DOCS} texts of {LONG_ZH_CHARS:,}+ characters made of consecutive, disjoint "
         "runs of zh_news articles, and of the 233 State of the Union addresses (en). No pair is a copy: "
         "every pair within k is a false match. The labeled pairs above are mostly shorter; this is where "
