@@ -181,6 +181,11 @@ SELECT simhash_add_guard('news_p', 'fp', 11, 'error', 'id', 'body');
 INSERT INTO news_p (id, body) SELECT 1500, q FROM lsh_query;
 \set VERBOSITY default
 SELECT count(*) AS copies_in FROM news_p WHERE id = 1500;
+-- &&& on the partitioned table: through each partition's index.
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM news_p WHERE body_lsh &&& simhash_lsh('a text to look for');
+RESET enable_seqscan;
+SELECT array_agg(id ORDER BY id) AS sharing_a_key FROM news_p, lsh_query WHERE body_lsh &&& simhash_lsh(q);
 -- The verified load uses both sources: against the target through its
 -- GIN index, and among the batch's own rows. The copy at distance 13 is
 -- skipped for the target's row 1; of two copies of a new text that share

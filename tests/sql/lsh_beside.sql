@@ -92,6 +92,18 @@ SELECT id FROM lb_docs
    AND simhash_jaccard(body, $1) OPERATOR(pg_catalog.>=) simhash_lsh_min_jaccard()
  ORDER BY 1;
 EXECUTE lb_rule(:'lb_copy');
+-- The keys' condition with the second source's own operator, named by
+-- its schema, in a generic plan (estimated without the text).
+SET plan_cache_mode = force_generic_plan;
+PREPARE lb_rule_keys(text) AS
+SELECT id FROM lb_docs
+ WHERE body_lsh OPERATOR(public.&&&) simhash_lsh($1)
+   AND simhash_similarity(body, $1) OPERATOR(pg_catalog.>=) 0.71::float8
+   AND simhash_jaccard(body, $1) OPERATOR(pg_catalog.>=) simhash_lsh_min_jaccard()
+ ORDER BY 1;
+EXECUTE lb_rule_keys(:'lb_copy');
+EXECUTE lb_rule_keys('A text that shares no key with any row of the table at all.');
+RESET plan_cache_mode;
 -- The load, verified, with both sources; then verified clustering.
 SELECT * FROM simhash_insert_new('lb_docs', 'lb_batch', 11, 'id', text_col => 'body');
 SELECT count(*) AS in_clusters FROM simhash_clusters('lb_docs', 'fp', 11, text_col => 'body', singletons => false);
@@ -117,6 +129,8 @@ GRANT SELECT ON lb_view TO lb_reader;
 SET ROLE lb_reader;
 SELECT array_agg(id ORDER BY id) AS through_the_view FROM lb_view, lb_text
  WHERE body_lsh && simhash_lsh(copy) AND simhash_similarity(body, copy) >= 0.71;
+SELECT array_agg(id ORDER BY id) AS through_the_view_keys_operator FROM lb_view, lb_text
+ WHERE body_lsh &&& simhash_lsh(copy) AND simhash_similarity(body, copy) >= 0.71;
 SELECT outcome($$SELECT id FROM lb_docs LIMIT 1$$) AS the_table_itself;
 RESET ROLE;
 -- Row-level security: the reader sees only the rows it owns.
