@@ -58,6 +58,10 @@ SELECT 'near ' || a.id || ' ' || string_agg(b.id::text, ',' ORDER BY b.id)
 FROM articles a JOIN articles b ON b.fp <~> a.fp <= 7
 GROUP BY a.id ORDER BY a.id;
 SELECT 'index ' || indexdef FROM pg_indexes WHERE tablename = 'articles' ORDER BY 1;
+SELECT 'keys ' || a.id || ' ' || string_agg(b.id::text, ',' ORDER BY b.id)
+FROM articles a JOIN articles b ON b.body_lsh &&& a.body_lsh AND b.id <> a.id
+WHERE a.id <= 20
+GROUP BY a.id ORDER BY a.id;
 SQL
 }
 
@@ -70,6 +74,13 @@ check() {
     plan=$(q "$port" -d docs -c "SET enable_seqscan = off" \
              -c "EXPLAIN (COSTS OFF) SELECT id FROM articles WHERE fp <~> '0123456789abcdef' <= 3")
     grep -q "Bitmap Index Scan on articles_fp_band0" <<<"$plan" || fail "after $how the band indexes are not used: $plan"
+    # The second source's operator class, whose family holds the arrays'
+    # && beside &&&: both through the keys' index.
+    for op in '&&&' '&&'; do
+        plan=$(q "$port" -d docs -c "SET enable_seqscan = off" \
+                 -c "EXPLAIN (COSTS OFF) SELECT id FROM articles WHERE body_lsh $op simhash_lsh('第1篇报道')")
+        grep -q "Bitmap Index Scan on articles_body_lsh_idx" <<<"$plan" || fail "after $how $op does not use the keys' index: $plan"
+    done
     if [ -n "$(q "$port" -d docs -c "SELECT 1 FROM pg_available_extensions WHERE name = 'amcheck'")" ]; then
         q "$port" -d docs -c "CREATE EXTENSION IF NOT EXISTS amcheck" \
             -c "SELECT bt_index_check(indexrelid, true) FROM pg_index WHERE indrelid = 'articles'::regclass" >/dev/null \
@@ -98,6 +109,7 @@ CREATE TABLE articles (
     CONSTRAINT bits_round_trip CHECK (fp_bits::bit(64)::simhash64 = fp_bits)
 );
 SELECT count(*) FROM simhash_add_bands('articles', 'fp');
+SELECT simhash_add_lsh('articles', 'body');
 -- Texts with near copies (other numbers in the same sentence).
 INSERT INTO articles (body, fp_bits)
 SELECT format('第%s篇报道：国务院总理今天在人民大会堂会见了来访的第%s个代表团，双方就经贸合作交换了意见。', g, g % 7),
@@ -108,6 +120,7 @@ CREATE TRIGGER articles_near_unique BEFORE INSERT OR UPDATE ON articles
 SQL
 want=$(describe "$old_port")
 [ "$(grep -c '^row ' <<<"$want")" -ge 100 ] || fail "the source database is not as expected"
+[ "$(grep -c '^keys ' <<<"$want")" -ge 5 ] || fail "the source database's rows share no candidate keys"
 as_server "$old_bin/pg_dump" -h "$work" -p "$old_port" -U "$SERVER_USER" --format=custom --file="$work/docs.dump" docs
 stop "$work/old" "$old_bin"
 
