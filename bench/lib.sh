@@ -61,3 +61,18 @@ citus_bench_db() {
     psql_db -c "SET client_min_messages = warning" \
         -c "DROP EXTENSION IF EXISTS simhash CASCADE" -c "CREATE EXTENSION simhash"
 }
+
+# The sentences of a corpus (JSON lines {"id","text"}, gzip'd or not) of
+# 40 to 400 characters, one a line, white space folded and backslashes
+# doubled for COPY: what bench/lsh_sql.sh and bench/lsh_load.sh build
+# their rows from.
+corpus_sentences() {
+    zcat -f -- "$1" | python3 -c '
+import json, re, sys
+for line in sys.stdin:
+    for s in re.split(r"(?<=[.!?])\s+", json.loads(line)["text"].replace("\x00", "")):
+        s = " ".join(s.split())
+        if 40 <= len(s) <= 400:
+            sys.stdout.write(s.replace("\\", "\\\\") + "\n")
+'
+}

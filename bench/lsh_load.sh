@@ -35,14 +35,7 @@ bench_db
 q() { psql_db "$@"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-zcat -f -- "$corpus" | python3 -c '
-import json, re, sys
-for line in sys.stdin:
-    for s in re.split(r"(?<=[.!?])\s+", json.loads(line)["text"].replace("\x00", "")):
-        s = " ".join(s.split())
-        if 40 <= len(s) <= 400:
-            sys.stdout.write(s.replace("\\", "\\\\") + "\n")
-' > "$work/sentences"
+corpus_sentences "$corpus" > "$work/sentences"
 log "$(basename "$corpus"): $(wc -l < "$work/sentences") sentences; $ROWS rows; this processor: $(instruction_set)"
 
 q <<SQL >/dev/null

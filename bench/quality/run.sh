@@ -29,16 +29,7 @@ for f in zh_news zh_short en_docs zh_poetry_small; do
 done
 DATA=$(cd "$DATA" && pwd)
 
-VENV=$ROOT/.cache/quality-venv
-STAMP=$VENV/requirements.sha256
-want=$(sha256sum "$HERE/requirements.txt" | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    log "preparing the Python environment in ${VENV#"$ROOT"/}"
-    command -v python3 >/dev/null || die "python3 is missing"
-    python3 -m venv "$VENV" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
-    echo "$want" >"$STAMP"
-fi
+. "$HERE/venv.sh"
 
 log "building fingerprint-lines (cargo build --release -p simhash-bench)"
 (cd "$ROOT" && cargo build --release --quiet -p simhash-bench)

@@ -20,16 +20,7 @@ CACHE=$ROOT/.cache/quality-second
 command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
     die "apt-get and dpkg-deb are needed (a Debian or Ubuntu system)"
 
-VENV=$ROOT/.cache/quality-venv
-STAMP=$VENV/requirements.sha256
-want=$(sha256sum "$HERE/requirements.txt" | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    log "preparing the Python environment in ${VENV#"$ROOT"/}"
-    command -v python3 >/dev/null || die "python3 is missing"
-    python3 -m venv "$VENV" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
-    echo "$want" >"$STAMP"
-fi
+. "$HERE/venv.sh"
 export PYTHONDONTWRITEBYTECODE=1
 
 log "building the second set in ${CACHE#"$ROOT"/} (Debian packages)"
