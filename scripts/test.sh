@@ -17,6 +17,16 @@ set -euo pipefail
 cd "$ROOT"
 started=$SECONDS
 
+# Free space where the build and the throwaway clusters go: a full disk
+# fails a test far from its cause ("could not append to file"), so say
+# what there was at the start. A run from a fresh clone takes about 8 GB.
+for dir in "$ROOT" "${TMPDIR:-/tmp}"; do
+    free_kb=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
+    log "free disk space under $dir: $((free_kb / 1024 / 1024)) GB"
+    [ "$free_kb" -ge $((8 * 1024 * 1024)) ] \
+        || printf 'warning: less than 8 GB free under %s; the build and the clusters may fail with "No space left on device"\n' "$dir" >&2
+done
+
 "$ROOT/scripts/setup.sh"
 
 log "cargo fmt --check"
