@@ -177,7 +177,7 @@ BEGIN
                 FROM %1$s y
                WHERE y.%5$I OPERATOR(pg_catalog.&&) x.keys
                  AND @extschema@.simhash_lsh_shared(y.%5$I, x.keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
-                 AND @extschema@.simhash_jaccard(y.%4$I, x.body) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()
+                 AND @extschema@.simhash_lsh_match(y.%4$I, x.body)
                  AND @extschema@.hamming(y.%3$I, x.fp) OPERATOR(pg_catalog.>) %6$s
                  AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
                  AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
@@ -324,8 +324,8 @@ BEGIN
             CASE WHEN lsh IS NULL THEN '' ELSE ' and the keys'' GIN index' END,
             key_col, tbl,
             CASE WHEN lsh IS NULL THEN format('%I <~> simhash($1) <= %s', fp_col, verify_k)
-                 ELSE format('(%I <~> simhash($1) <= %s OR (%I &&& simhash_lsh($1) AND simhash_jaccard(%I, $1) >= %s))',
-                             fp_col, verify_k, lsh, text_col, @extschema@.simhash_lsh_min_jaccard()) END,
+                 ELSE format('(%I <~> simhash($1) <= %s OR (%I &&& simhash_lsh($1) AND simhash_lsh_match(%I, $1)))',
+                             fp_col, verify_k, lsh, text_col) END,
             text_col, threshold,
             verify_k, threshold))];
 END

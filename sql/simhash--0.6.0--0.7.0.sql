@@ -293,16 +293,35 @@ CREATE FUNCTION simhash_lsh_min_shared() RETURNS integer
 
 -- The Jaccard similarity of the two texts' character 5-grams (as
 -- simhash_similarity normalizes them): distinct grams of both over those
--- of either. A candidate that only the keys found (past k) is a
--- near-duplicate when it also reaches simhash_lsh_min_jaccard() (0.5):
--- two long texts on one subject share a key now and then, and contain
--- each other's trigrams, but not each other's 5-grams.
+-- of either.
 CREATE FUNCTION simhash_jaccard(a text, b text) RETURNS double precision
     AS 'MODULE_PATHNAME', 'simhash_jaccard_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
 
+-- The containment of the smaller set of the two texts' character 5-grams
+-- in the larger: distinct grams of both over those of the text with
+-- fewer (1 for a text with a footer appended, against the text).
+CREATE FUNCTION simhash_containment(a text, b text) RETURNS double precision
+    AS 'MODULE_PATHNAME', 'simhash_containment_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
+
+-- The second test of a candidate that only the keys found (past k),
+-- besides the similarity threshold: a 5-gram Jaccard of at least
+-- simhash_lsh_min_jaccard() (0.5) or a containment of at least
+-- simhash_lsh_min_containment() (0.85), both from one pass over each
+-- text. Two long texts on one subject share a key now and then, and
+-- contain each other's trigrams, but not each other's 5-grams; a short
+-- text that a footer doubles keeps every 5-gram but not a Jaccard of 0.5.
+CREATE FUNCTION simhash_lsh_match(a text, b text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_lsh_match_text_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
+
 CREATE FUNCTION simhash_lsh_min_jaccard() RETURNS double precision
     AS 'MODULE_PATHNAME', 'simhash_lsh_min_jaccard_wrapper'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION simhash_lsh_min_containment() RETURNS double precision
+    AS 'MODULE_PATHNAME', 'simhash_lsh_min_containment_wrapper'
     LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- The column of tbl that holds simhash_lsh(text_col) (a stored generated
@@ -629,7 +648,7 @@ BEGIN
                   WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
                     AND @extschema@.hamming(x.%3$I, y.%3$I) OPERATOR(pg_catalog.>) %4$s
                     AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s
-                    AND @extschema@.simhash_jaccard(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
+                    AND @extschema@.simhash_lsh_match(x.%5$I, y.%5$I)',
                 key_col, tbl, fp_col, k, text_col, threshold, lsh);
         END IF;
     ELSIF NOT distributed THEN
@@ -858,7 +877,7 @@ BEGIN
                           AND @extschema@.simhash_lsh_shared(t.%1$I, s2.simhash_keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
                           AND @extschema@.hamming(t.%2$I, s2.simhash_fp) OPERATOR(pg_catalog.>) %3$s
                           AND t.%4$I IS NOT NULL AND s2.%4$I IS NOT NULL
-                          AND @extschema@.simhash_jaccard(t.%4$I, s2.%4$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
+                          AND @extschema@.simhash_lsh_match(t.%4$I, s2.%4$I)',
                          lsh, fp_col, k, text_col);
     END IF;
 END
@@ -1109,7 +1128,7 @@ RETURN pg_catalog.format(' UNION SELECT kp.later, kp.earlier
       JOIN pg_temp.%1$I ky ON ky.simhash_n OPERATOR(pg_catalog.=) kp.later
      WHERE @extschema@.hamming(kx.simhash_fp, ky.simhash_fp) OPERATOR(pg_catalog.>) %2$s
        AND kx.%3$I IS NOT NULL AND ky.%3$I IS NOT NULL
-       AND @extschema@.simhash_jaccard(kx.%3$I, ky.%3$I) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()',
+       AND @extschema@.simhash_lsh_match(kx.%3$I, ky.%3$I)',
     work, k, text_col);
 
 -- 7b. Within k of an earlier kept row of the batch: the pairs within k
@@ -1502,7 +1521,7 @@ BEGIN
                 FROM %1$s y
                WHERE y.%5$I OPERATOR(pg_catalog.&&) x.keys
                  AND @extschema@.simhash_lsh_shared(y.%5$I, x.keys) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_shared()
-                 AND @extschema@.simhash_jaccard(y.%4$I, x.body) OPERATOR(pg_catalog.>=) @extschema@.simhash_lsh_min_jaccard()
+                 AND @extschema@.simhash_lsh_match(y.%4$I, x.body)
                  AND @extschema@.hamming(y.%3$I, x.fp) OPERATOR(pg_catalog.>) %6$s
                  AND y.%2$I IS NOT NULL AND y.%4$I IS NOT NULL
                  AND y.%2$I::pg_catalog.text OPERATOR(pg_catalog.<>) x.key
@@ -1649,8 +1668,8 @@ BEGIN
             CASE WHEN lsh IS NULL THEN '' ELSE ' and the keys'' GIN index' END,
             key_col, tbl,
             CASE WHEN lsh IS NULL THEN format('%I <~> simhash($1) <= %s', fp_col, verify_k)
-                 ELSE format('(%I <~> simhash($1) <= %s OR (%I &&& simhash_lsh($1) AND simhash_jaccard(%I, $1) >= %s))',
-                             fp_col, verify_k, lsh, text_col, @extschema@.simhash_lsh_min_jaccard()) END,
+                 ELSE format('(%I <~> simhash($1) <= %s OR (%I &&& simhash_lsh($1) AND simhash_lsh_match(%I, $1)))',
+                             fp_col, verify_k, lsh, text_col) END,
             text_col, threshold,
             verify_k, threshold))];
 END

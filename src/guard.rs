@@ -647,14 +647,16 @@ impl Guard {
                     }
                     let outer = pg_sys::MemoryContextSwitchTo(scratch);
                     // A candidate only the keys found (past k) must also
-                    // reach the 5-gram Jaccard of the second source.
+                    // pass the second source's test (5-gram Jaccard or
+                    // containment).
                     let key_only = by_lsh && simhash_core::hamming(fp, other) > self.args.k;
                     let similar = match (text_of(slot, attno), new_text) {
                         (Some(theirs), Some(ours)) => Some(
                             crate::verify::similarity_of(theirs, ours) >= *threshold
                                 && (!key_only
-                                    || crate::verify::jaccard_of(theirs, ours)
-                                        >= simhash_core::lsh::MIN_JACCARD),
+                                    || simhash_core::lsh::second_test(&crate::verify::overlap_of(
+                                        theirs, ours,
+                                    ))),
                         ),
                         // A NULL text: the fingerprint alone, so a key-only
                         // candidate is none.

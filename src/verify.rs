@@ -95,16 +95,16 @@ fn simhash_lsh_shared(a: Vec<Option<i32>>, b: Vec<Option<i32>>) -> i32 {
         .count() as i32
 }
 
-/// The Jaccard similarity of the two texts' 5-grams, checking for a
-/// cancel as it reads.
-pub fn jaccard_of(a: &[u8], b: &[u8]) -> f64 {
+/// How the two texts' 5-grams overlap (Jaccard, containment), checking
+/// for a cancel as it reads.
+pub fn overlap_of(a: &[u8], b: &[u8]) -> simhash_core::similarity::GramOverlap {
     functions::check_utf8_database();
-    let checked = simhash_core::similarity::jaccard_bytes_checked(a, b, || {
+    let checked = simhash_core::similarity::overlap_bytes_checked(a, b, || {
         pgrx::check_for_interrupts!();
         true
     });
     match checked {
-        Ok(j) => j,
+        Ok(o) => o,
         Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
         // The closure never says stop: a cancel leaves by PostgreSQL's error.
         Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
@@ -112,16 +112,45 @@ pub fn jaccard_of(a: &[u8], b: &[u8]) -> f64 {
 }
 
 /// `simhash_jaccard(a text, b text)`: the Jaccard similarity of the two
-/// texts' character 5-grams ([`simhash_core::similarity::jaccard_bytes_checked`]).
+/// texts' character 5-grams ([`simhash_core::similarity::GramOverlap::jaccard`]).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_jaccard_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
     // SAFETY: a strict function of two text arguments, called by PostgreSQL.
     let (a, b) = unsafe { two_texts(fcinfo) };
-    jaccard_of(a, b)
+    overlap_of(a, b).jaccard()
 }
 
-/// `simhash_lsh_min_jaccard()`: what [`jaccard_of`] a candidate only the
-/// second source found must reach ([`simhash_core::lsh::MIN_JACCARD`]).
+/// `simhash_containment(a text, b text)`: the containment of the smaller
+/// set of character 5-grams in the larger
+/// ([`simhash_core::similarity::GramOverlap::containment`]).
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_containment_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
+    // SAFETY: a strict function of two text arguments, called by PostgreSQL.
+    let (a, b) = unsafe { two_texts(fcinfo) };
+    overlap_of(a, b).containment()
+}
+
+/// `simhash_lsh_match(a text, b text)`: the second test of a candidate that
+/// only the keys found ([`simhash_core::lsh::second_test`]): a 5-gram
+/// Jaccard of at least `simhash_lsh_min_jaccard()` or a containment of at
+/// least `simhash_lsh_min_containment()`. One pass over each text.
+#[pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_lsh_match_text(fcinfo: pg_sys::FunctionCallInfo) -> bool {
+    // SAFETY: a strict function of two text arguments, called by PostgreSQL.
+    let (a, b) = unsafe { two_texts(fcinfo) };
+    simhash_core::lsh::second_test(&overlap_of(a, b))
+}
+
+/// `simhash_lsh_min_containment()`: the containment that passes in place
+/// of the Jaccard ([`simhash_core::lsh::MIN_CONTAINMENT`]).
+#[pg_extern(immutable, parallel_safe, sql = false)]
+fn simhash_lsh_min_containment() -> f64 {
+    simhash_core::lsh::MIN_CONTAINMENT
+}
+
+/// `simhash_lsh_min_jaccard()`: the Jaccard of 5-grams that lets a
+/// candidate only the second source found pass
+/// ([`simhash_core::lsh::MIN_JACCARD`]).
 #[pg_extern(immutable, parallel_safe, sql = false)]
 fn simhash_lsh_min_jaccard() -> f64 {
     simhash_core::lsh::MIN_JACCARD
@@ -247,7 +276,7 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
     let by_fingerprint = e.distance.is_some_and(|d| d as i32 <= k);
     let shared = shared_bands_of(a.as_bytes(), b.as_bytes());
     let by_keys = shared >= simhash_core::lsh::MIN_SHARED_BANDS && e.distance.is_some();
-    let jaccard = jaccard_of(a.as_bytes(), b.as_bytes());
+    let overlap = overlap_of(a.as_bytes(), b.as_bytes());
     let candidate = match (by_fingerprint, by_keys) {
         (true, true) => Some("both"),
         (true, false) => Some("fingerprint"),
@@ -264,7 +293,9 @@ fn simhash_explain_text(a: &str, b: &str, top: i32) -> JsonB {
         "k": k,
         "threshold": threshold,
         "lsh_bands_shared": shared,
-        "jaccard": jaccard,
+        "jaccard": overlap.jaccard(),
+        "containment": overlap.containment(),
+        "lsh_match": simhash_core::lsh::second_test(&overlap),
         "candidate": candidate,
         "near_duplicate": near,
         "fingerprint_a": hex(e.fingerprints.0),

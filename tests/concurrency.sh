@@ -244,11 +244,11 @@ log "verified guard with candidate keys: $CLIENTS pgbench clients x 40 inserts"
     || { cat "$script.pgbench"; die "pgbench failed on the verified guard with candidate keys"; }
 past=$(q -c "SELECT count(*) FROM (SELECT lsh_copy(g, 2 * s) AS a, lsh_copy(g, 2 * s + 1) AS b FROM generate_series(1, 40) s, generate_series(1, 5) g) p
               WHERE simhash(a) <~> simhash(b) > 11 AND simhash_lsh(a) && simhash_lsh(b)
-                AND simhash_jaccard(a, b) >= simhash_lsh_min_jaccard() AND simhash_similarity(a, b) >= 0.65")
+                AND simhash_lsh_match(a, b) AND simhash_similarity(a, b) >= 0.65")
 lsh_line=$(q -c "SET simhash.verify_k = 11; SET simhash.similarity_threshold = 0.65;
                  SELECT format('rows %s, near pairs %s', (SELECT count(*) FROM lsh_docs),
                                (SELECT count(*) FROM lsh_docs a JOIN lsh_docs b ON a.id < b.id
-                                 AND (a.fp <~> b.fp <= 11 OR (a.body_lsh && b.body_lsh AND simhash_jaccard(a.body, b.body) >= simhash_lsh_min_jaccard()))
+                                 AND (a.fp <~> b.fp <= 11 OR (a.body_lsh && b.body_lsh AND simhash_lsh_match(a.body, b.body)))
                                  AND simhash_similarity(a.body, b.body) >= 0.65))")
 echo "verified guard with candidate keys: $lsh_line; of 200 pairs of copies, $past are near-duplicates only through their keys (past distance 11)"
 [ "$past" -gt 0 ] || die "no pair of copies is a candidate through its keys alone: the test does not exercise them"

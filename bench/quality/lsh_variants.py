@@ -2,7 +2,8 @@
 `simhash_core::lsh` band key) adds without its false matches on long
 English texts: the pairs within distance 11 keep the rule c3 >= 0.71; the
 key-only candidates (past 11, sharing a key) are held to a stricter test.
-Variant (f) is the rule of record (verify.py: c3 >= T and j5 >= 0.50).
+Variant (g) is the rule of record (verify.py: c3 >= T and (j5 >= 0.50 or
+cont5 >= 0.85)); (f) was, before the containment.
 
     .cache/quality-venv/bin/python bench/quality/lsh_variants.py \
         --data DATA_DIR --bin target/release [--positives 300 ...]
@@ -33,7 +34,7 @@ from pairs import GROUPS
 K = 11
 T = 0.71
 J5 = 0.46
-MEASURES = ["c3", "j5"]
+MEASURES = ["c3", "j5", "containment"]
 
 
 def shared(a, b) -> int:
@@ -45,29 +46,31 @@ def shared(a, b) -> int:
 # rule name -> f(d, n, c3, j5) -> bool, vectorized over numpy arrays: d the
 # distance (large when a side has no fingerprint), n the shared bands.
 def _rules():
-    fp = lambda d, n, c3, j5: (d <= K) & (c3 >= T)
+    fp = lambda d, n, c3, j5, ct=None: (d <= K) & (c3 >= T)
     key_only = lambda d, n: (d > K) & (n >= 1)
     out = {
         "today: k≤11 ∧ c3": fp,
-        "current: (k≤11 ∨ lsh) ∧ c3": lambda d, n, c3, j5: ((d <= K) | (n >= 1)) & (c3 >= T),
-        "(a) key-only: ≥2 bands ∧ c3": lambda d, n, c3, j5: fp(d, n, c3, j5) | ((d > K) & (n >= 2) & (c3 >= T)),
-        "(b) key-only: ≥3 bands ∧ c3": lambda d, n, c3, j5: fp(d, n, c3, j5) | ((d > K) & (n >= 3) & (c3 >= T)),
-        "(c) key-only: ≥4 bands ∧ c3": lambda d, n, c3, j5: fp(d, n, c3, j5) | ((d > K) & (n >= 4) & (c3 >= T)),
-        "(d, exact J) key-only: c3 ∧ j5≥0.46": lambda d, n, c3, j5: fp(d, n, c3, j5)
+        "current: (k≤11 ∨ lsh) ∧ c3": lambda d, n, c3, j5, ct=None: ((d <= K) | (n >= 1)) & (c3 >= T),
+        "(a) key-only: ≥2 bands ∧ c3": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5) | ((d > K) & (n >= 2) & (c3 >= T)),
+        "(b) key-only: ≥3 bands ∧ c3": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5) | ((d > K) & (n >= 3) & (c3 >= T)),
+        "(c) key-only: ≥4 bands ∧ c3": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5) | ((d > K) & (n >= 4) & (c3 >= T)),
+        "(d, exact J) key-only: c3 ∧ j5≥0.46": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5)
         | (key_only(d, n) & (c3 >= T) & (j5 >= J5)),
-        "(f, the rule of record) key-only: c3 ∧ j5≥0.50": lambda d, n, c3, j5: fp(d, n, c3, j5)
+        "(f, the earlier rule of record) key-only: c3 ∧ j5≥0.50": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5)
         | (key_only(d, n) & (c3 >= T) & (j5 >= 0.50)),
-        "(e) key-only: j5≥0.46": lambda d, n, c3, j5: fp(d, n, c3, j5) | (key_only(d, n) & (j5 >= J5)),
+        "(g, the rule of record) key-only: c3 ∧ (j5≥0.50 ∨ cont5≥0.85)": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5)
+        | (key_only(d, n) & (c3 >= T) & ((j5 >= 0.50) | (ct >= 0.85))),
+        "(e) key-only: j5≥0.46": lambda d, n, c3, j5, ct=None: fp(d, n, c3, j5) | (key_only(d, n) & (j5 >= J5)),
     }
     for bands in (1, 2, 3, 4):
         for j in (0.46, 0.47, 0.48, 0.49, 0.50, 0.55):
             if (bands, j) != (1, 0.46):
                 out[f"key-only: ≥{bands} bands ∧ j5≥{j:.2f}"] = (
-                    lambda d, n, c3, j5, bands=bands, j=j: fp(d, n, c3, j5) | ((d > K) & (n >= bands) & (j5 >= j))
+                    lambda d, n, c3, j5, ct=None, bands=bands, j=j: fp(d, n, c3, j5) | ((d > K) & (n >= bands) & (j5 >= j))
                 )
     for bands in (5, 6, 8):
         out[f"key-only: ≥{bands} bands ∧ c3"] = (
-            lambda d, n, c3, j5, bands=bands: fp(d, n, c3, j5) | ((d > K) & (n >= bands) & (c3 >= T))
+            lambda d, n, c3, j5, ct=None, bands=bands: fp(d, n, c3, j5) | ((d > K) & (n >= bands) & (c3 >= T))
         )
     return out
 
@@ -110,7 +113,7 @@ def main() -> int:
     todo = list(zip(a, b)) + [p for g in ps.samples for p in cand[g]]
     sims = verify.similarities(args.bin / "similarity-lines", ps.texts, todo, MEASURES)
     print(f"similarities of {len(todo)} pairs: {time.time() - t0:.0f} s", file=sys.stderr)
-    c3_l, j5_l = sims[: len(a), 0], sims[: len(a), 1]
+    c3_l, j5_l, ct_l = sims[: len(a), 0], sims[: len(a), 1], sims[: len(a), 2]
     at = len(a)
     allp = {}
     for g in ps.samples:
@@ -118,7 +121,7 @@ def main() -> int:
         at += len(cand[g])
         d = np.array([big if (x := systems.hamming(sigs[i], sigs[j])) is None else x for i, j in cand[g]])
         n = np.array([shared(keys[i], keys[j]) for i, j in cand[g]])
-        allp[g] = (d, n, s[:, 0], s[:, 1])
+        allp[g] = (d, n, s[:, 0], s[:, 1], s[:, 2])
 
     grp = np.array([f"{p.group[0]} {p.group[1]}" for p in ps.pairs])
     pos = np.array([p.positive for p in ps.pairs])
@@ -127,7 +130,7 @@ def main() -> int:
 
     rows = []
     for name, rule in _rules().items():
-        pred = rule(d_l, n_l, c3_l, j5_l)
+        pred = rule(d_l, n_l, c3_l, j5_l, ct_l)
         for g in GROUPS:
             gm = grp == f"{g[0]} {g[1]}"
             r = pred[gm & pos].mean()

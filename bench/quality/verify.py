@@ -30,11 +30,13 @@ does let unrelated pairs through.
 The rule of record has a second candidate source (`simhash_core::lsh`,
 SQL `simhash_lsh()`): a pair is a duplicate when (its fingerprints are
 within 11 AND c3 >= T) OR (they are farther apart, the two texts share a
-band key, compared band by band, AND c3 >= T AND j5 >= J_MIN), j5 being
-the product's exact Jaccard of the sets of character 5-grams of the
-normalized stream (`simhash_core::similarity::jaccard`, the measure
-`jaccard` of `similarity-lines`; checked here to equal the experimental
-j5 on every pair computed). That rule is a system of its own (RULE_NAME,
+band key, compared band by band, AND c3 >= T AND (j5 >= J_MIN OR cont5 >=
+C_MIN)), j5 and cont5 being the product's exact Jaccard and containment of
+the sets of character 5-grams of the normalized stream
+(`simhash_core::similarity::GramOverlap`, `simhash_core::lsh::second_test`,
+the measures `jaccard` and `containment` of `similarity-lines`; the
+Jaccard checked here to equal the experimental j5 on every pair
+computed). That rule is a system of its own (RULE_NAME,
 from the keys `lsh-lines` prints), measured beside the fingerprint-only
 rule on the same pairs: at the fingerprint-only rule's chosen T, at
 STRICT_T, and at its own T chosen the same way. Over all pairs, the pairs
@@ -75,11 +77,22 @@ STRICT_T = 0.82
 # The product's default threshold (`simhash.similarity_threshold`), where
 # the rule with the second candidate source is reported first.
 DEFAULT_T = 0.71
-# The key-only candidates' second test: j5 at least this.
+# The key-only candidates' second test (`simhash_core::lsh::second_test`):
+# j5 at least J_MIN, or cont5 at least C_MIN.
 J_MIN = 0.50
-# The product's Jaccard of 5-grams, a column of `similarity-lines`.
-RULE_J = "jaccard"
-RULE_NAME = f"ours k≤{LSH_K} ∧ c3, or key ∧ c3 ∧ j5≥{J_MIN:.2f}"
+C_MIN = 0.85
+# The product's Jaccard and containment of 5-grams, columns of
+# `similarity-lines`.
+RULE_COLUMNS = ["jaccard", "containment"]
+SECOND_TEST = f"(j5≥{J_MIN:.2f} ∨ cont5≥{C_MIN:.2f})"
+RULE_NAME = f"ours k≤{LSH_K} ∧ c3, or key ∧ c3 ∧ {SECOND_TEST}"
+
+
+def second_test(rows: np.ndarray) -> np.ndarray:
+    """The key-only candidates' second test, on rows of MEASURES then
+    RULE_COLUMNS."""
+    jr = len(MEASURES)
+    return (rows[:, jr] >= J_MIN) | (rows[:, jr + 1] >= C_MIN)
 
 
 def similarities(binary: Path, texts: list[str], pairs: list[tuple[int, int]], measures: list[str]) -> np.ndarray:
@@ -157,7 +170,7 @@ def systems(
     labeled = len(pairs)
     for g in samples:
         pairs += [(i, j) for i, j, _ in cands[g][0]]
-    sims = similarities(binary, texts, pairs, list(MEASURES) + [RULE_J])
+    sims = similarities(binary, texts, pairs, list(MEASURES) + RULE_COLUMNS)
     seconds = time.time() - t0
     results = []
     for m_i, (m, note) in enumerate(MEASURES.items()):
@@ -191,7 +204,7 @@ def _with_lsh(binary, texts, a, b, distances, sigs, samples, near, keys, cands, 
     whether the measure or the candidates decide)."""
     t0 = time.time()
     c3, j5, jr = list(MEASURES).index("c3"), list(MEASURES).index("j5"), len(MEASURES)
-    width = len(MEASURES) + 1
+    width = len(MEASURES) + len(RULE_COLUMNS)
     fp = (distances <= LSH_K) & (distances < NO_SIGNATURE)
     shared = np.array([systems_mod.shares_key(keys[i], keys[j]) for i, j in zip(a.tolist(), b.tolist())], dtype=bool)
     # Over all pairs: the fingerprint's candidates (their similarities are
@@ -205,7 +218,7 @@ def _with_lsh(binary, texts, a, b, distances, sigs, samples, near, keys, cands, 
         at += len(found)
         extra[g] = sorted(lsh_candidates(keys, ids, near) - known[g].keys())
     todo = [p for g in samples for p in extra[g]]
-    more = similarities(binary, texts, todo, list(MEASURES) + [RULE_J]) if todo else np.zeros((0, width))
+    more = similarities(binary, texts, todo, list(MEASURES) + RULE_COLUMNS) if todo else np.zeros((0, width))
     per_group = {}
     at = 0
     for g, ids in samples.items():
@@ -219,28 +232,28 @@ def _with_lsh(binary, texts, a, b, distances, sigs, samples, near, keys, cands, 
     seconds += time.time() - t0
     results = []
     # The rule of record.
-    key_only = ~fp & shared & (sims[:labeled, jr] >= J_MIN)
+    key_only = ~fp & shared & second_test(sims[:labeled])
     r = Result(
         RULE_NAME,
         "similarity",
         np.where(fp | key_only, sims[:labeled, c3], -1.0),
         seconds,
-        note=f"version 3 within {LSH_K}, or farther with the same simhash_lsh key in a band and j5 ≥ {J_MIN:.2f}, "
+        note=f"version 3 within {LSH_K}, or farther with the same simhash_lsh key in a band and {SECOND_TEST}, "
         "verified by c3",
     )
     for g in samples:
         cs, n_known, total = per_group[g]
-        score = np.where((np.arange(len(cs)) < n_known) | (cs[:, jr] >= J_MIN), cs[:, c3], -1.0)
+        score = np.where((np.arange(len(cs)) < n_known) | second_test(cs), cs[:, c3], -1.0)
         r.all_pairs[g] = {t: (int((score >= t).sum()), total) for t in SIM_CURVE}
     r.candidates = {
         "fingerprint": fp,
         "lsh": shared,
-        "key and j5": ~fp & shared & (sims[:labeled, jr] >= J_MIN),
+        "key and j5": key_only,
         "all pairs": {
             g: (
                 per_group[g][1],
                 per_group[g][1] + len(extra[g]),
-                per_group[g][1] + int((per_group[g][0][per_group[g][1] :, jr] >= J_MIN).sum()),
+                per_group[g][1] + int(second_test(per_group[g][0][per_group[g][1] :]).sum()),
                 per_group[g][2],
             )
             for g in samples
@@ -536,9 +549,11 @@ def lsh_section(lsh: Result, rule: Result, minhash: Result | None, m, earlier: R
         f"The rule of record: a pair is a near-duplicate when (the fingerprints are within {LSH_K} AND c3 ≥ T) "
         f"OR (they are farther apart AND the texts have the same key in at least one of the 32 bands of "
         "`simhash_core::lsh`, SQL `simhash_lsh()`, printed by `lsh-lines`, compared band by band, AND c3 ≥ T "
-        f"AND j5 ≥ {J_MIN:.2f}), j5 being `simhash_core::similarity::jaccard` (exact Jaccard of the sets of "
-        f"character 5-grams of the normalized stream, the measure `jaccard` of `similarity-lines`; on the "
-        f"{n_check:,} pairs computed it differs from the experimental j5 by at most {diff:g}). "
+        f"AND (j5 ≥ {J_MIN:.2f} OR cont5 ≥ {C_MIN:.2f})), j5 and cont5 being the exact Jaccard and containment "
+        "(distinct grams of both over those of the text with fewer) of the sets of character 5-grams of the "
+        "normalized stream (`simhash_core::lsh::second_test`, SQL `simhash_lsh_match()`, the measures `jaccard` "
+        f"and `containment` of `similarity-lines`; on the {n_check:,} pairs computed the Jaccard differs from "
+        f"the experimental j5 by at most {diff:g}). "
         f"Beside the fingerprint-only rule and MinHash at its J chosen by the same criterion; first at the "
         f"default T ({t0}"
         + (f"; the fingerprint-only rule's T chosen by the criterion above is {rule.chosen}" if rule.chosen != t0 else ", the T chosen by the criterion above")
@@ -566,14 +581,15 @@ def lsh_section(lsh: Result, rule: Result, minhash: Result | None, m, earlier: R
         ]
     out += [
         "Candidates before verification, percent of the labeled pairs of each kind: within "
-        f"{LSH_K} (fingerprint), sharing a key (key), past {LSH_K} sharing a key with j5 ≥ {J_MIN:.2f} "
-        "(key ∧ j5); all pairs (near copies left out), per 10⁶: within the distance, either source (the "
-        f"rows a query verifies), and within the distance or key ∧ j5 (the pairs c3 is left to decide).",
+        f"{LSH_K} (fingerprint), sharing a key (key), past {LSH_K} sharing a key and passing the second test "
+        f"{SECOND_TEST} (key ∧ 2nd); all pairs (near copies left out), per 10⁶: within the distance, either "
+        "source (the rows a query verifies), and within the distance or key ∧ 2nd (the pairs c3 is left to "
+        "decide).",
         "",
         table(
             ["group"]
-            + [f"{k}: {s}" for k in ("positives", "hard", "random") for s in ("fingerprint", "key", "key ∧ j5")]
-            + ["all pairs per 10⁶: fingerprint", "all pairs per 10⁶: either", "all pairs per 10⁶: fp or key ∧ j5"],
+            + [f"{k}: {s}" for k in ("positives", "hard", "random") for s in ("fingerprint", "key", "key ∧ 2nd")]
+            + ["all pairs per 10⁶: fingerprint", "all pairs per 10⁶: either", "all pairs per 10⁶: fp or key ∧ 2nd"],
             crow,
             "l" + "r" * 12,
         ),

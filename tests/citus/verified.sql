@@ -76,11 +76,11 @@ SELECT q AS copy FROM vq \gset
 SELECT expect('the copy is past distance 11', simhash(:'copy') <~> (SELECT fp FROM vdocs_local WHERE id = 20001) > 11);
 SELECT expect('both sources (OR) on a distributed table find the copy',
               (SELECT array_agg(id) FROM vdocs WHERE (fp <~> simhash(:'copy') <= 11
-                                                       OR (body_lsh && simhash_lsh(:'copy') AND simhash_jaccard(body, :'copy') >= simhash_lsh_min_jaccard()))
+                                                       OR (body_lsh && simhash_lsh(:'copy') AND simhash_lsh_match(body, :'copy')))
                                                 AND simhash_similarity(body, :'copy') >= 0.82) = '{20001}');
 SELECT expect('both sources (UNION) on a distributed table find the copy',
               (SELECT array_agg(id) FROM (SELECT id FROM vdocs WHERE fp <~> simhash(:'copy') <= 11 AND simhash_similarity(body, :'copy') >= 0.82
-                                          UNION SELECT id FROM vdocs WHERE body_lsh && simhash_lsh(:'copy') AND simhash_jaccard(body, :'copy') >= simhash_lsh_min_jaccard()
+                                          UNION SELECT id FROM vdocs WHERE body_lsh && simhash_lsh(:'copy') AND simhash_lsh_match(body, :'copy')
                                                 AND simhash_similarity(body, :'copy') >= 0.82) u) = '{20001}');
 CREATE TABLE vbatch (id bigint, body text);
 INSERT INTO vbatch VALUES (30001, :'copy'), (30002, 'A new text about boats, harbours and the sea in winter, with nothing like the others.');

@@ -65,7 +65,7 @@ EXPLAIN (COSTS OFF)
 SELECT id FROM news
  WHERE (fp <~> simhash('a text to look for') <= 11
         OR (body_lsh &&& simhash_lsh('a text to look for')
-            AND simhash_jaccard(body, 'a text to look for') >= simhash_lsh_min_jaccard()))
+            AND simhash_lsh_match(body, 'a text to look for')))
    AND simhash_similarity(body, 'a text to look for') >= 0.82;
 -- The arrays' && through the same index.
 EXPLAIN (COSTS OFF) SELECT id FROM news WHERE body_lsh && simhash_lsh('a text to look for');
@@ -92,7 +92,7 @@ SELECT pg_temp.plan_rows(format('SELECT id FROM news WHERE body_lsh &&& simhash_
 SELECT array_agg(n.id) AS rule_of_record
   FROM news n, lsh_query
  WHERE (n.fp <~> simhash(q) <= 11
-        OR (n.body_lsh &&& simhash_lsh(q) AND simhash_jaccard(n.body, q) >= simhash_lsh_min_jaccard()))
+        OR (n.body_lsh &&& simhash_lsh(q) AND simhash_lsh_match(n.body, q)))
    AND simhash_similarity(n.body, q) >= 0.82;
 -- A candidate only the keys found must also reach the 5-gram Jaccard
 -- simhash_lsh_min_jaccard(): two long texts on one subject share a key
@@ -215,6 +215,57 @@ SELECT count(*) FROM simhash_add_bands('news_l2', 'fp', '4x16');
 INSERT INTO news_l2 (id, body) SELECT id, body FROM news_plain WHERE id < 1000;
 SELECT * FROM simhash_insert_new('news_l2', 'batch', 11, 'id', text_col => 'body', threshold => 0.82);
 DROP TABLE news, news_plain, news_c, news_c2, news_p, news_l, news_l2, batch, batch_skips;
+
+-- A short text that a footer doubles: past distance 11 from its original,
+-- sharing keys, every 5-gram of the original kept but a Jaccard under
+-- 0.5. The second test takes the containment in place of the Jaccard, so
+-- the query, the guard, the load, clustering and the review page take it
+-- for the copy it is.
+CREATE TABLE short (id int PRIMARY KEY, body text,
+                    fp simhash64 GENERATED ALWAYS AS (simhash(body)) STORED);
+SELECT count(*) FROM simhash_add_bands('short', 'fp', '4x16');
+SELECT simhash_add_lsh('short', 'body');
+INSERT INTO short (id, body) VALUES
+  (1, 'Rain fell on the old mill all night; by morning the river had risen over the lower road.'),
+  (2, 'The council met on Tuesday and agreed the budget for the coming year without a vote.');
+SELECT body || E'\nThis article first appeared in the Valley Gazette. All rights reserved; reproduced with permission.' AS footer_copy
+  FROM short WHERE id = 1 \gset
+SELECT fp <~> simhash(:'footer_copy') > 11 AS past_11,
+       simhash_lsh_shared(body_lsh, simhash_lsh(:'footer_copy')) >= simhash_lsh_min_shared() AS shares_a_key,
+       simhash_jaccard(body, :'footer_copy') < simhash_lsh_min_jaccard() AS jaccard_short_of_it,
+       simhash_containment(body, :'footer_copy') AS containment,
+       simhash_containment(:'footer_copy', body) AS either_way,
+       simhash_lsh_min_containment() AS min_containment,
+       simhash_lsh_match(body, :'footer_copy') AS second_test
+  FROM short WHERE id = 1;
+-- The query.
+SELECT array_agg(id) AS rule_of_record FROM short
+ WHERE (fp <~> simhash(:'footer_copy') <= 11
+        OR (body_lsh &&& simhash_lsh(:'footer_copy') AND simhash_lsh_match(body, :'footer_copy')))
+   AND simhash_similarity(body, :'footer_copy') >= 0.82;
+-- simhash_explain gives both measures and the test.
+SELECT e->>'candidate' AS candidate, (e->>'containment')::float8 AS containment, e->>'lsh_match' AS lsh_match
+  FROM short, LATERAL simhash_explain(body, :'footer_copy') e WHERE id = 1;
+-- The guard.
+SELECT simhash_add_guard('short', 'fp', 11, 'skip', 'id', 'body', 0.82);
+INSERT INTO short (id, body) VALUES (3, :'footer_copy');
+SELECT count(*) AS footer_copy_rows FROM short WHERE id = 3;
+ALTER TABLE short DISABLE TRIGGER USER;
+-- The load: against the table, and among the batch's rows.
+CREATE TABLE short_batch (id int, body text);
+INSERT INTO short_batch VALUES
+  (10, :'footer_copy'),
+  (11, 'She kept the letters in a tin box under the stairs and read one every winter evening.'),
+  (12, E'She kept the letters in a tin box under the stairs and read one every winter evening.\nThis article first appeared in the Valley Gazette. All rights reserved; reproduced with permission.');
+SELECT simhash(a) <~> simhash(b) > 11 AS batch_pair_past_11, simhash_lsh_shared(simhash_lsh(a), simhash_lsh(b)) > 0 AS batch_pair_shares_a_key,
+       simhash_jaccard(a, b) < simhash_lsh_min_jaccard() AS batch_pair_jaccard_short_of_it
+  FROM (SELECT x.body, y.body FROM short_batch x, short_batch y WHERE x.id = 11 AND y.id = 12) p(a, b);
+SELECT * FROM simhash_insert_new('short', 'short_batch', 11, 'id', text_col => 'body', threshold => 0.82);
+SELECT array_agg(id ORDER BY id) AS loaded FROM short WHERE id >= 10;
+-- Clustering.
+INSERT INTO short (id, body) VALUES (3, :'footer_copy');
+SELECT c.id, c.cluster FROM simhash_clusters('short', 'fp', 11, singletons => false, text_col => 'body', threshold => 0.82) c ORDER BY 1;
+DROP TABLE short, short_batch;
 
 -- Bad input: NULL, empty, featureless, shorter than a 5-gram, mixed
 -- scripts, not UTF-8 in the database's sense (a NUL cannot be text); and

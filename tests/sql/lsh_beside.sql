@@ -74,6 +74,7 @@ SELECT round(simhash_similarity(original, copy)::numeric, 2) AS similarity,
        simhash_is_near_duplicate(original, copy) AS rule_by_fingerprint,
        (simhash_explain(original, copy) ->> 'candidate') AS explained_candidate,
        simhash_jaccard(original, copy) OPERATOR(pg_catalog.>=) simhash_lsh_min_jaccard() AS jaccard_reached,
+       simhash_lsh_match(original, copy) AS second_test_passed,
        simhash_lsh_shared(simhash_lsh(original), simhash_lsh(copy)) OPERATOR(pg_catalog.>=) simhash_lsh_min_shared() AS keys_shared
   FROM lb_text;
 SELECT count(*) AS band_indexes FROM simhash_add_bands('lb_docs', 'fp', '4x16');
@@ -89,7 +90,7 @@ SELECT id FROM lb_docs
  WHERE body_lsh OPERATOR(pg_catalog.&&) simhash_lsh($1)
    AND simhash_lsh_shared(body_lsh, simhash_lsh($1)) OPERATOR(pg_catalog.>=) simhash_lsh_min_shared()
    AND simhash_similarity(body, $1) OPERATOR(pg_catalog.>=) 0.71::float8
-   AND simhash_jaccard(body, $1) OPERATOR(pg_catalog.>=) simhash_lsh_min_jaccard()
+   AND simhash_lsh_match(body, $1)
  ORDER BY 1;
 EXECUTE lb_rule(:'lb_copy');
 -- The keys' condition with the second source's own operator, named by
@@ -99,7 +100,7 @@ PREPARE lb_rule_keys(text) AS
 SELECT id FROM lb_docs
  WHERE body_lsh OPERATOR(public.&&&) simhash_lsh($1)
    AND simhash_similarity(body, $1) OPERATOR(pg_catalog.>=) 0.71::float8
-   AND simhash_jaccard(body, $1) OPERATOR(pg_catalog.>=) simhash_lsh_min_jaccard()
+   AND simhash_lsh_match(body, $1)
  ORDER BY 1;
 EXECUTE lb_rule_keys(:'lb_copy');
 EXECUTE lb_rule_keys('A text that shares no key with any row of the table at all.');

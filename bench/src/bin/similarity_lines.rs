@@ -12,9 +12,10 @@
 //! containment of character N-grams (`c3` is the definition), `jN` the
 //! Jaccard of the sets of N-grams; N from 1 to 6. Anything but `c3` is an
 //! experiment ([`simhash_core::similarity::similarity_measured`]), except
-//! `jaccard`: the product's Jaccard of 5-grams
-//! ([`simhash_core::similarity::jaccard`]), the second test of the key-only
-//! candidates, which should equal `j5`.
+//! `jaccard` (which should equal `j5`) and `containment`: the product's
+//! Jaccard and containment of 5-grams
+//! ([`simhash_core::similarity::GramOverlap`]), the second test of the
+//! key-only candidates ([`simhash_core::lsh::second_test`]).
 //!
 //! ```text
 //! fingerprint-lines ... ; similarity-lines --texts texts.jsonl --measures c3,c5,j5 < pairs.txt
@@ -24,7 +25,9 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Deserialize;
-use simhash_core::similarity::{jaccard, similarity_measured, Measure, MeasureKind};
+use simhash_core::similarity::{
+    jaccard, overlap_bytes_checked, similarity_measured, Measure, MeasureKind,
+};
 
 #[derive(Deserialize)]
 struct Doc {
@@ -37,17 +40,21 @@ struct Doc {
 enum Column {
     Measured(Measure),
     Jaccard,
+    Containment,
 }
 
 fn parse_column(s: &str) -> Result<Column, String> {
     if s == "jaccard" {
         return Ok(Column::Jaccard);
     }
+    if s == "containment" {
+        return Ok(Column::Containment);
+    }
     parse_measure(s).map(Column::Measured)
 }
 
 fn parse_measure(s: &str) -> Result<Measure, String> {
-    let bad = || format!("unknown measure {s:?}: cN or jN, N from 1 to 6, or jaccard");
+    let bad = || format!("unknown measure {s:?}: cN or jN, N from 1 to 6, jaccard or containment");
     let kind = match s.get(..1) {
         Some("c") => MeasureKind::Containment,
         Some("j") => MeasureKind::Jaccard,
@@ -105,6 +112,9 @@ fn run() -> Result<(), String> {
             let v = match m {
                 Column::Measured(m) => similarity_measured(a, b, m),
                 Column::Jaccard => jaccard(a, b),
+                Column::Containment => overlap_bytes_checked(a.as_bytes(), b.as_bytes(), || true)
+                    .expect("UTF-8, never stopped")
+                    .containment(),
             };
             row.push_str(&format!("{v:.6}"));
         }

@@ -22,7 +22,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::cpu::Simd;
-use crate::similarity::{gram_keys_checked, SimilarityError};
+use crate::similarity::{gram_keys_checked, GramOverlap, SimilarityError};
 
 /// The characters of a gram.
 pub const GRAM: usize = 5;
@@ -195,6 +195,24 @@ pub const MIN_SHARED_BANDS: usize = 1;
 /// with this.
 pub const MIN_JACCARD: f64 = 0.5;
 
+/// The containment of 5-grams
+/// ([`crate::similarity::GramOverlap::containment`]: the distinct grams of
+/// the text with fewer that the other has too) that lets a candidate only
+/// this source found pass in place of [`MIN_JACCARD`]: a short text with a
+/// footer appended that doubles it keeps every gram of the original but a
+/// Jaccard of about 0.5 or less. The hard negatives that share a key
+/// reach 0.67 at most on `bench/quality` (long texts on one subject: State
+/// of the Union addresses), 0.48 on its second set; a copy with a footer,
+/// 1.
+pub const MIN_CONTAINMENT: f64 = 0.85;
+
+/// The second test of a candidate that only this source found, besides
+/// the similarity threshold: a Jaccard of 5-grams of at least
+/// [`MIN_JACCARD`], or a containment of at least [`MIN_CONTAINMENT`].
+pub fn second_test(overlap: &GramOverlap) -> bool {
+    overlap.jaccard() >= MIN_JACCARD || overlap.containment() >= MIN_CONTAINMENT
+}
+
 /// How many bands two texts' keys share: a candidate of this source when
 /// at least [`MIN_SHARED_BANDS`]. Keys are compared band by band (a band's
 /// key is at its place), so a key that turns up in another band does not
@@ -349,6 +367,53 @@ mod tests {
         let copy = format!("{a} Read more at our site.");
         let kc = keys(&copy).unwrap();
         assert!(ka.iter().zip(kc.iter()).filter(|(x, y)| x == y).count() > 0);
+    }
+
+    #[test]
+    fn the_second_test_takes_a_footer_that_doubles_a_short_text() {
+        use crate::similarity::overlap_bytes_checked;
+        let overlap =
+            |a: &str, b: &str| overlap_bytes_checked(a.as_bytes(), b.as_bytes(), || true).unwrap();
+        let text = "The harbour master counted the boats that came back before the storm.";
+        let footer = format!(
+            "{text}\nThis message was sent to the harbour list; write to the list owner to leave it, or read the archive online."
+        );
+        let o = overlap(text, &footer);
+        // Every 5-gram of the text is in the copy: contained, but the
+        // Jaccard is under 0.5, so the Jaccard alone would turn it away.
+        assert_eq!(o.containment(), 1.0);
+        assert!(o.jaccard() < MIN_JACCARD, "{}", o.jaccard());
+        assert!(second_test(&o));
+        assert_eq!(overlap(&footer, text).containment(), 1.0, "symmetric");
+        // Counts of distinct grams, against the sets.
+        let distinct = |t: &str| grams(t).into_iter().collect::<HashSet<u64>>();
+        let (sa, sb) = (distinct(text), distinct(&footer));
+        assert_eq!(
+            (o.a, o.b, o.both),
+            (
+                sa.len() as u64,
+                sb.len() as u64,
+                sa.intersection(&sb).count() as u64
+            )
+        );
+        // A copy with a word changed passes by its Jaccard.
+        let edited = text.replace("boats", "ships");
+        assert!(
+            overlap(text, &edited).jaccard() >= MIN_JACCARD && second_test(&overlap(text, &edited))
+        );
+        // Two texts on one subject that share some phrases pass neither.
+        let other =
+            "The harbour master counted the ships that sailed out after the storm had passed.";
+        let o = overlap(text, other);
+        assert!(
+            o.jaccard() < MIN_JACCARD && o.containment() < MIN_CONTAINMENT,
+            "{o:?}"
+        );
+        assert!(!second_test(&o));
+        // No grams on a side: as the Jaccard takes it.
+        assert_eq!(overlap("", "!!").containment(), 1.0);
+        assert_eq!(overlap("", text).containment(), 0.0);
+        assert!(!second_test(&overlap("", text)));
     }
 
     #[test]

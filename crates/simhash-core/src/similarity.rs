@@ -189,6 +189,47 @@ pub const JACCARD_GRAM: usize = 5;
 /// at a time, to the same result.
 const JACCARD_PART_KEYS: usize = 1 << 21;
 
+/// How the sets of character [`JACCARD_GRAM`]-grams of two texts' streams
+/// overlap: the distinct grams of each, and those both have. The measures
+/// the rule takes for a candidate that only the keys found
+/// ([`crate::lsh::second_test`]) are read off it: [`GramOverlap::jaccard`]
+/// and [`GramOverlap::containment`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GramOverlap {
+    /// Distinct grams of the first text.
+    pub a: u64,
+    /// Distinct grams of the second text.
+    pub b: u64,
+    /// Distinct grams both have.
+    pub both: u64,
+}
+
+impl GramOverlap {
+    /// The Jaccard similarity: the grams both have over the grams either
+    /// has. 1.0 for two texts without grams, 0.0 for one without and one
+    /// with.
+    pub fn jaccard(&self) -> f64 {
+        match (self.a, self.b) {
+            (0, 0) => 1.0,
+            (0, _) | (_, 0) => 0.0,
+            _ => self.both as f64 / (self.a + self.b - self.both) as f64,
+        }
+    }
+
+    /// The containment of the smaller set in the larger: the grams both
+    /// have over the grams of the text with fewer. 1.0 for a text whose
+    /// every gram the other has (a copy with a footer appended), whatever
+    /// the footer's length; 1.0 for two texts without grams, 0.0 for one
+    /// without and one with.
+    pub fn containment(&self) -> f64 {
+        match (self.a, self.b) {
+            (0, 0) => 1.0,
+            (0, _) | (_, 0) => 0.0,
+            (a, b) => self.both as f64 / a.min(b) as f64,
+        }
+    }
+}
+
 /// The Jaccard similarity of the sets of character [`JACCARD_GRAM`]-grams
 /// of two texts' streams (step 2 of the definition above): the distinct
 /// grams both have over the distinct grams either has. 1.0 for two texts
@@ -206,19 +247,25 @@ const JACCARD_PART_KEYS: usize = 1 << 21;
 pub fn jaccard_bytes_checked(
     a: &[u8],
     b: &[u8],
-    mut go_on: impl FnMut() -> bool,
+    go_on: impl FnMut() -> bool,
 ) -> Result<f64, SimilarityError> {
+    overlap_bytes_checked(a, b, go_on).map(|o| o.jaccard())
+}
+
+/// The [`GramOverlap`] of two texts' [`JACCARD_GRAM`]-grams: bytes checked
+/// to be UTF-8, `go_on` called as [`gram_keys_checked`] calls it, memory
+/// as [`jaccard_bytes_checked`]'s.
+pub fn overlap_bytes_checked(
+    a: &[u8],
+    b: &[u8],
+    mut go_on: impl FnMut() -> bool,
+) -> Result<GramOverlap, SimilarityError> {
     let (mut count_a, mut count_b) = (0usize, 0usize);
     gram_keys_checked(a, JACCARD_GRAM, &mut go_on, |_| count_a += 1)?;
     gram_keys_checked(b, JACCARD_GRAM, &mut go_on, |_| count_b += 1)?;
-    match (count_a, count_b) {
-        (0, 0) => return Ok(1.0),
-        (0, _) | (_, 0) => return Ok(0.0),
-        _ => {}
-    }
     let parts = (count_a.max(count_b) / JACCARD_PART_KEYS + 1) as u64;
     let part_of = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % parts;
-    let (mut both, mut either) = (0u64, 0u64);
+    let (mut both, mut distinct_a, mut distinct_b) = (0u64, 0u64, 0u64);
     for part in 0..parts {
         let mut keys_a = Vec::with_capacity(count_a.min(JACCARD_PART_KEYS));
         gram_keys_checked(a, JACCARD_GRAM, &mut go_on, |k| {
@@ -248,10 +295,14 @@ pub fn jaccard_bytes_checked(
                 }
             }
         }
-        either += (keys_a.len() + keys_b.len()) as u64;
+        distinct_a += keys_a.len() as u64;
+        distinct_b += keys_b.len() as u64;
     }
-    either -= both;
-    Ok(both as f64 / either as f64)
+    Ok(GramOverlap {
+        a: distinct_a,
+        b: distinct_b,
+        both,
+    })
 }
 
 /// [`jaccard_bytes_checked`] of two strings, never stopped.
