@@ -277,6 +277,14 @@ SELECT simhash_jaccard(NULL, 'a') IS NULL AS strict,
        simhash_lsh_shared(NULL, '{1}') IS NULL AS shared_strict,
        simhash_lsh_shared('{1,NULL,3}', '{1,NULL,3}') AS nulls_do_not_count,
        simhash_lsh_shared('{1,2}', '{1,2,3}') AS shorter_array;
+-- The containment: a stream shorter than a 5-gram is one gram of its
+-- own (as the Jaccard takes it), so it is not inside a longer text's
+-- 5-grams.
+SELECT simhash_containment(NULL, 'a') IS NULL AND simhash_lsh_match('a', NULL) IS NULL AS strict,
+       simhash_containment('', '') AS both_empty, simhash_containment('!!', 'x') AS one_empty,
+       simhash_lsh_match('', '!!') AS match_both_empty, simhash_lsh_match('', 'some words') AS match_one_empty,
+       simhash_containment('ab', 'AB.') AS short_equal, simhash_containment('abcd', 'abcdefgh') AS shorter_than_a_gram,
+       round(simhash_containment('mixed 北京 text', 'mixed 北京 texts and more')::numeric, 3) AS mixed_scripts;
 CREATE FUNCTION pg_temp.late(q text) RETURNS text LANGUAGE plpgsql AS $f$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
@@ -290,5 +298,7 @@ CREATE TEMP TABLE big AS SELECT repeat('abcdefghij klmnop ', 3000000) AS a, repe
 SET statement_timeout = '300ms';
 SELECT pg_temp.late('SELECT simhash_jaccard(a, b) FROM big') AS jaccard_50mb;
 SELECT pg_temp.late('SELECT simhash_lsh(a) FROM big') AS lsh_50mb;
+SELECT pg_temp.late('SELECT simhash_lsh_match(a, b) FROM big') AS lsh_match_50mb;
+SELECT pg_temp.late('SELECT simhash_containment(a, b) FROM big') AS containment_50mb;
 RESET statement_timeout;
 DROP TABLE big;
