@@ -8,6 +8,10 @@
 //!   already gives them one typed signature on every version.)
 //! - `ExecutorRun`: its `execute_once` argument is gone in PostgreSQL 18.
 //! - `index_beginscan`: PostgreSQL 18 added an instrumentation argument.
+//! - An index's scan statistics (`pgstat_count_index_scan` and
+//!   `pgstat_count_index_tuples`, macros): the counters are `t_counts`'
+//!   `t_numscans` and `t_tuples_returned` up to PostgreSQL 15, `counts`'
+//!   `numscans` and `tuples_returned` from 16 on.
 //! - The role a table of a query is checked as (a view's owner for the
 //!   tables the view reads): on the range table entry up to PostgreSQL 15,
 //!   in the query's permission infos from 16 on.
@@ -245,4 +249,37 @@ pub unsafe fn tbm_create(maxbytes: usize) -> *mut pg_sys::TIDBitmap {
 #[cfg(feature = "pg18")]
 pub unsafe fn tbm_create(maxbytes: usize) -> *mut pg_sys::TIDBitmap {
     pg_sys::tbm_create(maxbytes, std::ptr::null_mut())
+}
+
+/// Counts `scans` scans of `index` that read `entries` entries in its
+/// statistics (`pg_stat_user_indexes.idx_scan` and `idx_tup_read`), as
+/// PostgreSQL's `pgstat_count_index_scan` and `pgstat_count_index_tuples`
+/// do for a scan through the access method.
+///
+/// # Safety
+/// `index` is an open relation.
+pub unsafe fn count_index_scans(index: pg_sys::Relation, scans: i64, entries: i64) {
+    // pgstat_should_count_relation: associated on first use when enabled.
+    if (*index).pgstat_info.is_null() {
+        if !(*index).pgstat_enabled {
+            return;
+        }
+        pg_sys::pgstat_assoc_relation(index);
+        if (*index).pgstat_info.is_null() {
+            return;
+        }
+    }
+    add_index_counts(&mut *(*index).pgstat_info, scans, entries);
+}
+
+#[cfg(feature = "pg15")]
+fn add_index_counts(status: &mut pg_sys::PgStat_TableStatus, scans: i64, entries: i64) {
+    status.t_counts.t_numscans += scans;
+    status.t_counts.t_tuples_returned += entries;
+}
+
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+fn add_index_counts(status: &mut pg_sys::PgStat_TableStatus, scans: i64, entries: i64) {
+    status.counts.numscans += scans;
+    status.counts.tuples_returned += entries;
 }

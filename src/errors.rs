@@ -478,6 +478,17 @@ pub fn pglz_corrupt() -> ! {
     )
 }
 
+/// XX002: a band index page that is not a B-tree page as PostgreSQL
+/// writes one (PostgreSQL's own check says the same, `_bt_checkpage`).
+pub fn index_page_corrupt(index: &str, block: u32) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_INDEX_CORRUPTED,
+        format!("index \"{index}\" contains corrupted page at block {block}"),
+        None,
+        Some("Please REINDEX it."),
+    )
+}
+
 /// 53200: a load's pairs within its batch past `simhash.load_memory`.
 pub fn load_pairs_exceeded(what: &str, cap: &str) -> ! {
     raise(

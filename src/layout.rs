@@ -295,7 +295,7 @@ pub unsafe fn covering_matches(
 ///
 /// # Safety
 /// `desc` is a valid tuple descriptor.
-unsafe fn fingerprint_offset(desc: pg_sys::TupleDesc) -> Option<usize> {
+pub unsafe fn fingerprint_offset(desc: pg_sys::TupleDesc) -> Option<usize> {
     let desc = pgrx::PgTupleDesc::from_pg_unchecked(desc);
     let (key, fp) = (desc.get(0)?, desc.get(1)?);
     if desc.len() != 2 || key.attlen != 4 || !key.attbyval || fp.attlen != 8 || !fp.attbyval {

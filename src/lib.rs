@@ -3,6 +3,7 @@
 
 use pgrx::prelude::*;
 
+mod btree;
 mod clusters;
 mod compat;
 mod deferred;

@@ -254,5 +254,41 @@ echo "verified guard with candidate keys: $lsh_line; of 200 pairs of copies, $pa
 [ "$past" -gt 0 ] || die "no pair of copies is a candidate through its keys alone: the test does not exercise them"
 [[ "$lsh_line" == *"near pairs 0" ]] || die "the verified guard with candidate keys let near-duplicates in"
 
+# The covering probe reads the band indexes' pages itself (src/btree.rs):
+# while other sessions insert copies of one fingerprint (splitting the
+# leaves its entries fill, in all four indexes), delete some and VACUUM
+# (which deletes emptied pages), every probe of a reader answers what a
+# scan under the same snapshot answers (one statement: one snapshot).
+q >/dev/null <<SQL
+CREATE TABLE pages_c (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, fp simhash64);
+INSERT INTO pages_c (fp) SELECT hashint8extended(g, 21)::simhash64 FROM generate_series(1, 20000) g;
+INSERT INTO pages_c (fp) SELECT '5a5a3c3c0f0f9696' FROM generate_series(1, 3000);
+SELECT count(*) FROM simhash_add_bands('pages_c', 'fp', '4x16c');
+ANALYZE pages_c;
+SQL
+cat > "$script.ins" <<'SQL'
+INSERT INTO pages_c (fp) SELECT CASE WHEN g % 4 = 0 THEN '5a5a3c3c0f0f9697'::simhash64 ELSE '5a5a3c3c0f0f9696' END
+FROM generate_series(1, 60) g;
+SQL
+cat > "$script.del" <<'SQL'
+DELETE FROM pages_c WHERE id IN (SELECT id FROM pages_c WHERE fp <~> '5a5a3c3c0f0f9696' <= 1 ORDER BY random() LIMIT 150);
+VACUUM pages_c;
+SQL
+cat > "$script.check" <<'SQL'
+\set k random(0, 11)
+SELECT 1 / (probe = scan)::int
+FROM (SELECT (SELECT count(*) FROM pages_c WHERE fp <~> '5a5a3c3c0f0f9696' <= :k) AS probe,
+             (SELECT count(*) FROM pages_c WHERE (fp <~> '5a5a3c3c0f0f9696') + 0 <= :k) AS scan) s;
+SQL
+plan=$(q -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM pages_c WHERE fp <~> '5a5a3c3c0f0f9696' <= 11")
+[[ "$plan" == *"Tid Scan"* ]] || die "the covering probe's query is not a TID scan: $plan"
+log "covering probe while pages split and are deleted: 6 pgbench clients for 20 s"
+"$PG_BIN/pgbench" -n -c 6 -j 2 -T 20 -f "$script.ins@3" -f "$script.del@1" -f "$script.check@6" "$DB" \
+    > "$script.pgbench" 2>&1 || { cat "$script.pgbench"; die "a probe of the covering layout disagreed with a scan while pages split"; }
+done_=$(grep -o "actually processed: [0-9]*" "$script.pgbench" | grep -o "[0-9]*$" || true)
+rows=$(q -c "SELECT count(*) FROM pages_c WHERE fp <~> '5a5a3c3c0f0f9696' <= 1")
+echo "covering probe under concurrent splits: $done_ transactions (6 in 10 a check), the copies' rows at the end $rows"
+[ "$rows" -gt 3000 ] || die "the inserts did not grow the copies' run: the test does not split its pages"
+
 psql -X -q -d postgres -c "DROP DATABASE $DB"
-log "concurrency: partitions under REPEATABLE READ, multi-row transactions without deadlock, no collision with application advisory locks, the verified guard with candidate keys"
+log "concurrency: partitions under REPEATABLE READ, multi-row transactions without deadlock, no collision with application advisory locks, the verified guard with candidate keys, the covering probe under concurrent splits"
