@@ -113,6 +113,17 @@ impl Reader {
     /// `index` is open and locked; called in a transaction.
     pub unsafe fn open(index: pg_sys::Relation, fp_at: Option<usize>) -> Option<Reader> {
         let fp_at = fp_at?;
+        // The line pointers' bit fields as `line_pointer` reads them.
+        let mut probe: pg_sys::ItemIdData = std::mem::zeroed();
+        probe.set_lp_off(0x1234);
+        probe.set_lp_flags(LP_DEAD);
+        probe.set_lp_len(0x0567);
+        let raw = std::ptr::from_ref(&probe).cast::<u32>().read_unaligned();
+        if std::mem::size_of::<pg_sys::ItemIdData>() != 4
+            || line_pointer(raw) != (0x1234, 0x0567, LP_DEAD)
+        {
+            return None;
+        }
         let rel = &*(*index).rd_rel;
         if rel.relam != pg_sys::BTREE_AM_OID
             || (*(*index).rd_index).indnkeyatts != 1
@@ -153,7 +164,7 @@ impl Reader {
     ///
     /// # Safety
     /// The index is still open; called in a transaction.
-    pub unsafe fn entries(&self, value: i32, each: &mut dyn FnMut(u64, ItemPointerData)) -> i64 {
+    pub unsafe fn entries<F: FnMut(u64, ItemPointerData)>(&self, value: i32, each: &mut F) -> i64 {
         if self.root == P_NONE {
             return 0;
         }
@@ -171,11 +182,26 @@ impl Reader {
         }
         // The value's entries, over as many leaves as they take.
         let mut read = 0i64;
+        let whole = self.fp_at + 8;
         loop {
             let first = self.first_at_least(&page, value);
-            let last = page.max_offset();
             let mut more = true;
-            for offset in first..=last {
+            for offset in first..=page.max {
+                let tuple = page.tuple(offset, self);
+                let info = tuple.add(6).cast::<u16>().read_unaligned();
+                // The usual entry: no NULLs, the key and the fingerprint.
+                if info & (INDEX_ALT_TID_MASK | INDEX_NULL_MASK) == 0
+                    && usize::from(info & INDEX_SIZE_MASK) >= whole
+                {
+                    if tuple.add(self.key_at).cast::<i32>().read_unaligned() != value {
+                        more = false;
+                        break;
+                    }
+                    read += 1;
+                    let fp = tuple.add(self.fp_at).cast::<u64>().read_unaligned();
+                    each(fp, tuple.cast::<ItemPointerData>().read_unaligned());
+                    continue;
+                }
                 let (key, tuple) = self.leaf_entry(&page, offset);
                 if key != Some(value) {
                     more = false;
@@ -213,11 +239,8 @@ impl Reader {
     unsafe fn locked(&self, block: BlockNumber) -> Page {
         let buffer = pg_sys::ReadBuffer(self.index, block);
         pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as c_int);
-        let page = Page {
-            buffer,
-            data: pg_sys::BufferGetPage(buffer).cast::<u8>(),
-        };
-        let header = &*page.data.cast::<pg_sys::PageHeaderData>();
+        let data = pg_sys::BufferGetPage(buffer).cast::<u8>().cast_const();
+        let header = &*data.cast::<pg_sys::PageHeaderData>();
         let (lower, upper, special) = (
             usize::from(header.pd_lower),
             usize::from(header.pd_upper),
@@ -233,7 +256,11 @@ impl Reader {
             // The error releases the lock and the pin.
             errors::index_page_corrupt(&index_name(self.index), block);
         }
-        page
+        Page {
+            buffer,
+            data,
+            max: ((lower - PAGE_HEADER) / std::mem::size_of::<pg_sys::ItemIdData>()) as u16,
+        }
     }
 
     /// Right past pages being deleted, and past pages whose high key is at
@@ -279,7 +306,7 @@ impl Reader {
     /// one is minus infinity, so there always is one).
     unsafe fn downlink(&self, page: &Page, value: i32) -> BlockNumber {
         let first = page.first_data_key();
-        let (mut low, mut high) = (first, page.max_offset());
+        let (mut low, mut high) = (first, page.max);
         if high < low {
             page.corrupt(self);
         }
@@ -315,7 +342,7 @@ impl Reader {
     /// The first offset of a leaf whose entry's key is at least `value`
     /// (NULLs are past every value), or one past the last.
     unsafe fn first_at_least(&self, page: &Page, value: i32) -> u16 {
-        let (mut low, mut high) = (page.first_data_key(), page.max_offset() + 1);
+        let (mut low, mut high) = (page.first_data_key(), page.max + 1);
         while low < high {
             let mid = low + (high - low) / 2;
             match self.leaf_entry(page, mid) {
@@ -372,6 +399,8 @@ impl Reader {
 struct Page {
     buffer: Buffer,
     data: *const u8,
+    /// The last line pointer's offset (`PageGetMaxOffsetNumber`).
+    max: u16,
 }
 
 impl Page {
@@ -380,11 +409,6 @@ impl Page {
             .add(pg_sys::BLCKSZ as usize - SPECIAL_SIZE)
             .cast::<Opaque>()
             .read_unaligned()
-    }
-
-    unsafe fn max_offset(&self) -> u16 {
-        let lower = usize::from((*self.data.cast::<pg_sys::PageHeaderData>()).pd_lower);
-        ((lower - PAGE_HEADER) / std::mem::size_of::<pg_sys::ItemIdData>()) as u16
     }
 
     /// The first entry that is not the high key (`P_FIRSTDATAKEY`).
@@ -398,24 +422,18 @@ impl Page {
 
     /// The tuple at `offset`, its line pointer checked to point inside the
     /// page at an entry.
+    #[inline(always)]
     unsafe fn tuple(&self, offset: u16, reader: &Reader) -> *const u8 {
-        let item = self
-            .data
-            .add(
-                PAGE_HEADER + (usize::from(offset) - 1) * std::mem::size_of::<pg_sys::ItemIdData>(),
-            )
-            .cast::<pg_sys::ItemIdData>()
-            .read_unaligned();
-        let (at, len, flags) = (
-            item.lp_off() as usize,
-            item.lp_len() as usize,
-            item.lp_flags(),
+        let (at, len, flags) = line_pointer(
+            self.data
+                .add(PAGE_HEADER + (usize::from(offset) - 1) * 4)
+                .cast::<u32>()
+                .read_unaligned(),
         );
-        let header = std::mem::size_of::<pg_sys::IndexTupleData>();
         if offset == 0
-            || offset > self.max_offset()
+            || offset > self.max
             || (flags != LP_NORMAL && flags != LP_DEAD)
-            || len < header
+            || len < std::mem::size_of::<pg_sys::IndexTupleData>()
             || at < PAGE_HEADER
             || at + len > pg_sys::BLCKSZ as usize - SPECIAL_SIZE
         {
@@ -425,6 +443,8 @@ impl Page {
     }
 
     /// Raises XX002 for this page (the error releases its lock and pin).
+    #[cold]
+    #[inline(never)]
     unsafe fn corrupt(&self, reader: &Reader) -> ! {
         let block = pg_sys::BufferGetBlockNumber(self.buffer);
         errors::index_page_corrupt(&index_name(reader.index), block)
@@ -433,6 +453,19 @@ impl Page {
     unsafe fn release(&self) {
         pg_sys::UnlockReleaseBuffer(self.buffer);
     }
+}
+
+/// A line pointer (`ItemIdData`, the bit fields `lp_off:15, lp_flags:2,
+/// lp_len:15` of a little-endian build): where its entry is, its length
+/// and its state. `Reader::open` checks this against the fields' own
+/// accessors once.
+#[inline(always)]
+fn line_pointer(raw: u32) -> (usize, usize, u32) {
+    (
+        (raw & 0x7FFF) as usize,
+        (raw >> 17) as usize,
+        (raw >> 15) & 3,
+    )
 }
 
 /// How many key columns a pivot tuple keeps, and whether a heap TID

@@ -52,10 +52,26 @@ struct Cached {
     tids: Vec<pg_sys::ItemPointerData>,
 }
 
-/// A call's arguments and what its snapshot sees: xmin, xmax, the command
-/// and a digest of the transactions in progress (two snapshots with the
-/// same of these see the same rows).
-type Key = (Oid, i16, i64, i32, u32, u32, u32, u64);
+/// A call's arguments, its statement (when it started: the result is
+/// never kept for another one) and subtransaction (a new one after each
+/// rolled-back PL/pgSQL block or ROLLBACK TO, which can make rows visible
+/// again without a new command), and what its snapshot sees: xmin, xmax,
+/// the command and a digest of the transactions in progress (two
+/// snapshots with the same of these see the same rows).
+type Key = (Oid, i16, i64, i32, i64, u32, u32, u32, u32, u64);
+
+/// The largest result the backend keeps past its call (6 bytes a row id).
+const LAST_MAX_TIDS: usize = 65_536;
+
+thread_local! {
+    /// The backend's last result (up to `LAST_MAX_TIDS` row ids), for the
+    /// next call with the same key from another call site in the same
+    /// statement: the planner
+    /// evaluates the probe of a query it plans to estimate the TID scan's
+    /// rows (`scalararraysel`), and the execution that follows under the
+    /// same snapshot then reads no index again.
+    static LAST: std::cell::RefCell<Option<Cached>> = const { std::cell::RefCell::new(None) };
+}
 
 /// FNV-1a over the in-progress transaction ids of a snapshot.
 unsafe fn in_progress_digest(snapshot: pg_sys::Snapshot) -> u64 {
@@ -134,6 +150,8 @@ fn simhash_probe_fn(
             attno,
             fp,
             k,
+            pg_sys::GetCurrentStatementStartTimestamp(),
+            pg_sys::GetCurrentSubTransactionId(),
             (*snapshot).xmin.into_inner(),
             (*snapshot).xmax.into_inner(),
             (*snapshot).curcid,
@@ -143,6 +161,16 @@ fn simhash_probe_fn(
         let cached = (*flinfo).fn_extra.cast::<Cached>();
         if !cached.is_null() && (*cached).key == key {
             return (*cached).tids.clone();
+        }
+        let last = LAST.with(|last| {
+            last.borrow()
+                .as_ref()
+                .filter(|last| last.key == key)
+                .map(|last| last.tids.clone())
+        });
+        if let Some(tids) = last {
+            remember(flinfo, key, &tids);
+            return tids;
         }
 
         let heap = pg_sys::table_open(tbl, pg_sys::AccessShareLock as c_int);
@@ -174,7 +202,7 @@ fn simhash_probe_fn(
                     let mut read = 0i64;
                     for &value in &values {
                         pgrx::check_for_interrupts!();
-                        read += reader.entries(value as i32, &mut |other, tid| {
+                        read += reader.entries(value as i32, &mut |other: u64, tid| {
                             if within(other) {
                                 kept.push(tid);
                             }
@@ -251,6 +279,12 @@ fn simhash_probe_fn(
         tids.dedup_by_key(|t| tid_order(t));
 
         remember(flinfo, key, &tids);
+        LAST.with(|last| {
+            *last.borrow_mut() = (tids.len() <= LAST_MAX_TIDS).then(|| Cached {
+                key,
+                tids: tids.clone(),
+            });
+        });
         tids
     }
 }
