@@ -73,7 +73,7 @@ lines = open(sys.argv[1]).read().splitlines()
 execs = int(sys.argv[2])
 runs, cur = [], None
 for line in lines:
-    if line.startswith(("Index", "Bitmap", "Seq", "Append", "Gather", "Result", "Custom")) and cur is None:
+    if line.startswith(("Index", "Bitmap", "Seq", "Tid", "Append", "Gather", "Result", "Custom")) and cur is None:
         cur = {"generic": False, "rows": 0}
     if cur is None:
         continue

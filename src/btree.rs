@@ -3,7 +3,7 @@
 //! `fp`): the probe of `k <= 11` reads some 84 thousand entries at 10M
 //! rows, and through the access method (`index_getnext_tid`) each cost
 //! a key check by function call, a copy and a return through two layers
-//! of calls, two thirds of the probe's time.
+//! of calls, about three fifths of the probe's time (docs/performance.md).
 //!
 //! The reading follows PostgreSQL's B-tree (`src/backend/access/nbtree`,
 //! its README): from the metapage's fast root down, at each level the
