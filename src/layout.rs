@@ -276,15 +276,34 @@ pub unsafe fn covering_matches(
         if !within(fp) {
             continue;
         }
-        while pg_sys::index_fetch_heap(scan, slot) {
-            if !found(slot) {
-                return false;
-            }
-            if !(*scan).xs_heap_continue {
-                break;
-            }
+        if !fetch_versions(scan, slot, found) {
+            return false;
         }
     }
+}
+
+/// Hands `found` each version of the row at `scan`'s `xs_heaptid` the
+/// scan's snapshot sees (`index_fetch_heap` along its HOT chain: one with
+/// an MVCC snapshot, maybe more with another). Returns `false` when
+/// `found` does (to stop).
+///
+/// # Safety
+/// `scan` is a started index scan whose `xs_heaptid` is set; `slot` fits
+/// the scan's table.
+pub unsafe fn fetch_versions(
+    scan: pg_sys::IndexScanDesc,
+    slot: *mut pg_sys::TupleTableSlot,
+    found: &mut dyn FnMut(*mut pg_sys::TupleTableSlot) -> bool,
+) -> bool {
+    while pg_sys::index_fetch_heap(scan, slot) {
+        if !found(slot) {
+            return false;
+        }
+        if !(*scan).xs_heap_continue {
+            break;
+        }
+    }
+    true
 }
 
 /// Where the fingerprint is in an entry without NULLs of a covering band

@@ -36,7 +36,8 @@ use simhash_core::layout::Layout;
 use crate::btree::Reader;
 use crate::errors;
 use crate::layout::{
-    band_indexes, covering_matches, fingerprint_offset, scan_key_value, KeyFunctions, RLS_ENABLED,
+    band_indexes, covering_matches, fetch_versions, fingerprint_offset, scan_key_value,
+    KeyFunctions, RLS_ENABLED,
 };
 
 /// The largest `k` the covering layout is probed for (the 16-bit bands').
@@ -215,14 +216,12 @@ fn simhash_probe_fn(
                         // none).
                         (*scan).xs_heaptid = tid;
                         (*scan).xs_heap_continue = false;
-                        while pg_sys::index_fetch_heap(scan, slot) {
+                        fetch_versions(scan, slot, &mut |slot| {
                             if slot_within(slot, attno, &within) {
                                 tids.push((*slot).tts_tid);
                             }
-                            if !(*scan).xs_heap_continue {
-                                break;
-                            }
-                        }
+                            true
+                        });
                     }
                     pg_sys::index_endscan(scan);
                     pg_sys::index_close(index, pg_sys::NoLock as c_int);
