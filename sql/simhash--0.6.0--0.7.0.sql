@@ -9,6 +9,10 @@ ALTER FUNCTION simhash_bucket_keys(simhash64, integer) RENAME TO _simhash_bucket
 ALTER FUNCTION simhash_bucket_links(bigint[], bigint[], integer) RENAME TO _simhash_bucket_links;
 ALTER FUNCTION simhash_join_links(text) RENAME TO _simhash_join_links;
 
+-- The probe runs in the leader only: a parallel worker cannot read the
+-- leader's temporary tables.
+ALTER FUNCTION simhash_probe(regclass, text, simhash64, integer) PARALLEL RESTRICTED;
+
 -- 'auto' chooses the layout by the k the table is queried with, its rows
 -- and their width (simhash_layout_for's new arguments,
 -- simhash_layout_estimates, simhash_layout_choice); simhash_band_commands

@@ -325,10 +325,11 @@ CREATE FUNCTION simhash_band32_neighbors(simhash64, integer, integer) RETURNS bi
 -- on a table with that layout (not one with inheritance children or
 -- row-level security, nor under Citus). Exact without it too: another
 -- layout that serves k, or a scan. Needs SELECT on the table or the column,
--- and refuses a table with row-level security (42501).
+-- and refuses a table with row-level security (42501). Parallel
+-- restricted: a worker cannot read the leader's temporary tables.
 CREATE FUNCTION simhash_probe(tbl regclass, col text, fp simhash64, k integer) RETURNS tid[]
     AS 'MODULE_PATHNAME', 'simhash_probe_fn_wrapper'
-    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+    LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 
 -- The layout 'auto' chooses (docs/layouts.md) for a table of about rows
 -- rows of row_bytes heap bytes each, queried within distance k: of the

@@ -178,6 +178,9 @@ impl Reader {
             }
             let child = self.downlink(&page, value);
             page.release();
+            // Interrupts are held off while a page is locked: checked
+            // between pages, in every loop that moves from page to page.
+            pgrx::check_for_interrupts!();
             page = self.locked(child);
         }
         // The value's entries, over as many leaves as they take.
@@ -230,6 +233,9 @@ impl Reader {
                 if next == P_NONE {
                     return read;
                 }
+                // A damaged chain of deleted pages (one linked to itself)
+                // must not hold the backend past a cancel.
+                pgrx::check_for_interrupts!();
                 page = self.locked(next);
             }
         }

@@ -15,6 +15,8 @@
 //! - The role a table of a query is checked as (a view's owner for the
 //!   tables the view reads): on the range table entry up to PostgreSQL 15,
 //!   in the query's permission infos from 16 on.
+//! - The backend's local transaction id: `MyProc->lxid` up to PostgreSQL
+//!   16, `MyProc->vxid.lxid` from 17 on.
 
 use std::ffi::c_void;
 
@@ -282,4 +284,23 @@ fn add_index_counts(status: &mut pg_sys::PgStat_TableStatus, scans: i64, entries
 fn add_index_counts(status: &mut pg_sys::PgStat_TableStatus, scans: i64, entries: i64) {
     status.counts.numscans += scans;
     status.counts.tuples_returned += entries;
+}
+
+/// The backend's local transaction id: a new one for every transaction,
+/// read-only ones included (the first half of a virtual transaction id).
+///
+/// # Safety
+/// Called in a backend (`MyProc` set).
+#[cfg(any(feature = "pg15", feature = "pg16"))]
+pub unsafe fn local_transaction_id() -> u32 {
+    (*pg_sys::MyProc).lxid
+}
+
+/// As above, PostgreSQL 17 and later.
+///
+/// # Safety
+/// As above.
+#[cfg(any(feature = "pg17", feature = "pg18"))]
+pub unsafe fn local_transaction_id() -> u32 {
+    (*pg_sys::MyProc).vxid.lxid
 }

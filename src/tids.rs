@@ -53,13 +53,29 @@ struct Cached {
     tids: Vec<pg_sys::ItemPointerData>,
 }
 
-/// A call's arguments, its statement (when it started: the result is
-/// never kept for another one) and subtransaction (a new one after each
+/// A call's arguments, its transaction (the backend's local transaction
+/// id: an answer is never reused by another transaction, whose predicate
+/// locks it must take itself), its statement (when it started: the result
+/// is never kept for another one) and subtransaction (a new one after each
 /// rolled-back PL/pgSQL block or ROLLBACK TO, which can make rows visible
 /// again without a new command), and what its snapshot sees: xmin, xmax,
-/// the command and a digest of the transactions in progress (two
-/// snapshots with the same of these see the same rows).
-type Key = (Oid, i16, i64, i32, i64, u32, u32, u32, u32, u64);
+/// the command and a digest of the transactions in progress. Two
+/// snapshots with the same of these see the same rows only while the
+/// transaction has written nothing: rows it writes during one command
+/// (a multi-row INSERT, UPDATE or COPY whose BEFORE trigger probes) become
+/// visible to its later queries with no change to any of them, so
+/// [`reusable`] says no cached answer is used once it has an xid.
+type Key = (Oid, i16, i64, i32, u32, i64, u32, u32, u32, u32, u64);
+
+/// Whether a cached answer may stand for this call: only in a transaction
+/// that has written nothing (no transaction id assigned), where what a
+/// snapshot sees follows from the snapshot alone.
+///
+/// # Safety
+/// Called in a transaction.
+unsafe fn reusable() -> bool {
+    pg_sys::GetTopTransactionIdIfAny() == pg_sys::InvalidTransactionId
+}
 
 /// The largest result the backend keeps past its call (6 bytes a row id).
 const LAST_MAX_TIDS: usize = 65_536;
@@ -151,6 +167,7 @@ fn simhash_probe_fn(
             attno,
             fp,
             k,
+            crate::compat::local_transaction_id(),
             pg_sys::GetCurrentStatementStartTimestamp(),
             pg_sys::GetCurrentSubTransactionId(),
             (*snapshot).xmin.into_inner(),
@@ -159,14 +176,15 @@ fn simhash_probe_fn(
             in_progress_digest(snapshot),
         );
         let flinfo = (*fcinfo).flinfo;
+        let reuse = reusable();
         let cached = (*flinfo).fn_extra.cast::<Cached>();
-        if !cached.is_null() && (*cached).key == key {
+        if reuse && !cached.is_null() && (*cached).key == key {
             return (*cached).tids.clone();
         }
         let last = LAST.with(|last| {
             last.borrow()
                 .as_ref()
-                .filter(|last| last.key == key)
+                .filter(|last| reuse && last.key == key)
                 .map(|last| last.tids.clone())
         });
         if let Some(tids) = last {
@@ -210,7 +228,11 @@ fn simhash_probe_fn(
                         });
                     }
                     crate::compat::count_index_scans(index, values.len() as i64, read);
-                    for tid in kept {
+                    for (n, tid) in kept.into_iter().enumerate() {
+                        // A cancel within a few thousand table visits.
+                        if n % 1024 == 1023 {
+                            pgrx::check_for_interrupts!();
+                        }
                         // A new row id: not within a HOT chain (what
                         // index_rescan would have said; the scan has had
                         // none).
@@ -277,6 +299,9 @@ fn simhash_probe_fn(
         tids.sort_unstable_by_key(tid_order);
         tids.dedup_by_key(|t| tid_order(t));
 
+        if !reuse {
+            return tids;
+        }
         remember(flinfo, key, &tids);
         LAST.with(|last| {
             *last.borrow_mut() = (tids.len() <= LAST_MAX_TIDS).then(|| Cached {
