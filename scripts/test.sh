@@ -124,6 +124,8 @@ for v in $PG_VERSIONS; do
     "$ROOT/tests/readme.sh"
     log "PostgreSQL $v: concurrent ingest through the near-unique trigger"
     "$ROOT/tests/concurrency.sh"
+    log "PostgreSQL $v: band indexes that older snapshots must not use"
+    "$ROOT/tests/old_snapshots.sh"
     log "PostgreSQL $v: concurrent loads at every isolation level"
     "$ROOT/tests/load_isolation.sh"
     log "PostgreSQL $v: upgrades from every earlier release"

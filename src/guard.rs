@@ -117,8 +117,8 @@ struct Target {
     /// The verified text column's number, when the guard verifies.
     text_attno: Option<i16>,
     /// The second source of candidates, when the guard verifies and the
-    /// table has a column of `simhash_lsh` of that text with its GIN index
-    /// (`simhash_add_lsh`): rows that share a key are verified too.
+    /// table has a column of `simhash_lsh` of that text (`simhash_add_lsh`),
+    /// indexed or not: rows that share a key are verified too.
     lsh: Option<crate::lsh::LshColumn>,
 }
 

@@ -163,6 +163,36 @@ pub unsafe fn band_indexes(
     found
 }
 
+/// Whether this transaction may read `index` as the planner would let it
+/// (`get_relation_info`): valid, and not one that `indcheckxmin` keeps
+/// from transactions whose xmin precedes its creation (a plain
+/// `CREATE INDEX` over a broken HOT chain indexes only the chain's newest
+/// version, which older snapshots may not see). Every reader of the band
+/// indexes (the probe, the guard, the planner's conditions, hence the load
+/// and clustering) goes by it.
+///
+/// # Safety
+/// `index` is open; called in a transaction.
+pub unsafe fn usable_by_transaction(index: pg_sys::Relation) -> bool {
+    let form = (*index).rd_index;
+    if !(*form).indisvalid {
+        return false;
+    }
+    if !(*form).indcheckxmin {
+        return true;
+    }
+    // HeapTupleHeaderGetXmin: a frozen xmin precedes every other.
+    let header = (*(*index).rd_indextuple).t_data;
+    let frozen =
+        u32::from((*header).t_infomask) & pg_sys::HEAP_XMIN_FROZEN == pg_sys::HEAP_XMIN_FROZEN;
+    let xmin = if frozen {
+        pg_sys::FrozenTransactionId
+    } else {
+        (*header).t_choice.t_heap.t_xmin
+    };
+    pg_sys::TransactionIdPrecedes(xmin, pg_sys::TransactionXmin)
+}
+
 /// The layout and part an index answers, with its equality strategy and
 /// whether it is covering, when it is of the form the module comment
 /// describes.
@@ -189,7 +219,7 @@ unsafe fn part_of_index(
             && (*form).indnatts == 2
             && *(*form).indkey.values.as_ptr().add(1) == fp_attno;
         if ((*form).indnatts != 1 && !covering)
-            || !(*form).indisvalid
+            || !usable_by_transaction(index)
             || !pg_sys::RelationGetIndexPredicate(index).is_null()
         {
             return None;

@@ -16,15 +16,19 @@ use pgrx::FromDatum;
 /// GIN's "overlaps" strategy of the array operator class (`&&`).
 const GIN_OVERLAP_STRATEGY: u16 = 1;
 
-/// A table's candidate keys: the column and its GIN index.
+/// A table's candidate keys: the column, and its GIN index when it has a
+/// usable one (valid, whole-table, on the column alone, and one this
+/// transaction may read). Without the index the keys are still the second
+/// source, read by a scan: every path decides the same pairs whether the
+/// column is indexed or not.
 #[derive(Clone, Copy)]
 pub struct LshColumn {
     pub attno: i16,
-    pub index: Oid,
+    pub index: Option<Oid>,
 }
 
 /// The column of `rel` generated as `simhash_lsh(<text_attno>)` (the
-/// function `lsh_fn`) with a valid, whole-table GIN index on it alone.
+/// function `lsh_fn`), with its GIN index if it has one.
 ///
 /// # Safety
 /// `rel` is open; called in a transaction.
@@ -65,11 +69,11 @@ pub unsafe fn find(rel: pg_sys::Relation, text_attno: i16, lsh_fn: Oid) -> Optio
         let fits = (*(*index).rd_rel).relam == pg_sys::GIN_AM_OID
             && (*form).indnatts == 1
             && *(*form).indkey.values.as_ptr() == attno
-            && (*form).indisvalid
+            && crate::layout::usable_by_transaction(index)
             && pg_sys::RelationGetIndexPredicate(index).is_null();
         pg_sys::index_close(index, pg_sys::NoLock as c_int);
         fits
-    })?;
+    });
     Some(LshColumn { attno, index })
 }
 
@@ -100,11 +104,10 @@ pub unsafe fn shares_key(
         >= simhash_core::lsh::MIN_SHARED_BANDS
 }
 
-/// Calls `seen` with each row of `heap` (through its GIN index on the
-/// keys) that `snapshot` sees and that shares a key with `keys`, until
-/// `seen` says stop (false). The bitmap holds at most `work_mem`; past
-/// it pages go lossy and every row of such a page is fetched and
-/// rechecked.
+/// Calls `seen` with each row of `heap` that `snapshot` sees and that
+/// shares a key with `keys` (compared band by band), until `seen` says
+/// stop (false): through the GIN index of the keys when the column has
+/// one ([`for_each_indexed`]), else by a scan of the table.
 ///
 /// # Safety
 /// `heap` is open, `slot` is one of its slots, `snapshot` is valid (a
@@ -117,8 +120,40 @@ pub unsafe fn for_each_candidate(
     slot: *mut pg_sys::TupleTableSlot,
     mut seen: impl FnMut(*mut pg_sys::TupleTableSlot) -> bool,
 ) {
+    if let Some(index) = column.index {
+        for_each_indexed(heap, index, column, keys, snapshot, slot, seen);
+        return;
+    }
+    let scan = pg_sys::table_beginscan(heap, snapshot, 0, std::ptr::null_mut());
+    while pg_sys::table_scan_getnextslot(scan, pg_sys::ScanDirection::ForwardScanDirection, slot) {
+        pgrx::check_for_interrupts!();
+        if shares_key(slot, column, keys) && !seen(slot) {
+            break;
+        }
+    }
+    pg_sys::table_endscan(scan);
+}
+
+/// [`for_each_candidate`] through the GIN index `index` of the keys:
+/// each row of `heap` that `snapshot` sees and that shares a key with `keys`, until
+/// `seen` says stop (false). The bitmap holds at most `work_mem`; past
+/// it pages go lossy and every row of such a page is fetched and
+/// rechecked.
+///
+/// # Safety
+/// `heap` is open, `slot` is one of its slots, `snapshot` is valid (a
+/// dirty snapshot is filled in by each fetch, as the guard reads it).
+unsafe fn for_each_indexed(
+    heap: pg_sys::Relation,
+    index: Oid,
+    column: LshColumn,
+    keys: &[i32; simhash_core::lsh::BANDS],
+    snapshot: pg_sys::Snapshot,
+    slot: *mut pg_sys::TupleTableSlot,
+    mut seen: impl FnMut(*mut pg_sys::TupleTableSlot) -> bool,
+) {
     use pgrx::IntoDatum;
-    let index = pg_sys::index_open(column.index, pg_sys::AccessShareLock as c_int);
+    let index = pg_sys::index_open(index, pg_sys::AccessShareLock as c_int);
     let array = keys
         .to_vec()
         .into_datum()

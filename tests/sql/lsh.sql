@@ -130,6 +130,24 @@ INSERT INTO news (id, body) SELECT 1000, q FROM lsh_query;
 INSERT INTO news_plain (id, body) SELECT 1000, q FROM lsh_query;
 SELECT (SELECT count(*) FROM news WHERE id = 1000) AS with_keys,
        (SELECT count(*) FROM news_plain WHERE id = 1000) AS fingerprint_alone;
+-- The keys decide whether indexed or not: a copy of the table made with
+-- LIKE ... INCLUDING GENERATED (the keys column, not its index), then with
+-- a partial index, then an invalid one: the guard refuses the copy as the
+-- load, clustering and the query would (it let it in before).
+CREATE TABLE news_noidx (LIKE news INCLUDING GENERATED);
+ALTER TABLE news_noidx ADD PRIMARY KEY (id);
+SELECT count(*) FROM simhash_add_bands('news_noidx', 'fp', '4x16');
+INSERT INTO news_noidx (id, body) SELECT id, body FROM news;
+SELECT simhash_add_guard('news_noidx', 'fp', 11, 'skip', 'id', 'body');
+INSERT INTO news_noidx (id, body) SELECT 1000, q FROM lsh_query;
+CREATE INDEX news_noidx_partial ON news_noidx USING gin (body_lsh) WHERE id > 1;
+INSERT INTO news_noidx (id, body) SELECT 1001, q FROM lsh_query;
+DROP INDEX news_noidx_partial;
+CREATE INDEX news_noidx_keys ON news_noidx USING gin (body_lsh);
+UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'news_noidx_keys'::regclass;
+INSERT INTO news_noidx (id, body) SELECT 1002, q FROM lsh_query;
+SELECT count(*) AS unindexed_copies_let_in FROM news_noidx WHERE id >= 1000;
+DROP TABLE news_noidx;
 -- A text that shares no key and is far: in, both ways; the same copy
 -- through an UPDATE of another row: refused.
 INSERT INTO news (id, body) VALUES (1001, 'An entirely different story about a harbour, some boats and a storm that came early this year.');
