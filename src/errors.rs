@@ -40,12 +40,14 @@ pub fn bit_length_mismatch(len: i32) -> ! {
     )
 }
 
-/// 0A000: fingerprints are defined on Unicode text, so the database must be
-/// UTF-8; in any other encoding the same characters would be other bytes.
+/// 0A000: fingerprints, keys and similarities are defined on Unicode
+/// text, so the database must be UTF-8; in any other encoding the same
+/// characters would be other bytes. Raised by every text function, so the
+/// message names none of them.
 pub fn database_not_utf8(encoding: &str) -> ! {
     raise(
         PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-        "simhash() requires a UTF8 database".into(),
+        "the text functions of simhash require a UTF8 database".into(),
         Some(format!("The database encoding is {encoding}.")),
         Some("Create the database with ENCODING 'UTF8'."),
     )
@@ -60,6 +62,19 @@ pub fn text_not_utf8() -> ! {
         "invalid byte sequence for encoding \"UTF8\" in the text to fingerprint".into(),
         None,
         None,
+    )
+}
+
+/// 53200: the allocator refused the memory of comparing two texts: the
+/// gram keys the 5-gram overlap holds (`simhash_jaccard`,
+/// `simhash_containment`, `simhash_lsh_match`), at most 32 MB whatever
+/// the texts.
+pub fn similarity_out_of_memory() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
+        "out of memory comparing two texts".into(),
+        Some("Comparing the texts' 5-grams holds up to 16 MB of gram keys for each text, and the server process could not allocate them.".into()),
+        Some("Retry when the server has more free memory."),
     )
 }
 

@@ -59,6 +59,7 @@ pub fn similarity_of(a: &[u8], b: &[u8]) -> f64 {
     match checked {
         Ok(s) => s,
         Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
+        Err(SimilarityError::OutOfMemory) => errors::similarity_out_of_memory(),
         // The closure never says stop: a cancel leaves by PostgreSQL's error.
         Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
     }
@@ -106,6 +107,7 @@ pub fn overlap_of(a: &[u8], b: &[u8]) -> simhash_core::similarity::GramOverlap {
     match checked {
         Ok(o) => o,
         Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
+        Err(SimilarityError::OutOfMemory) => errors::similarity_out_of_memory(),
         // The closure never says stop: a cancel leaves by PostgreSQL's error.
         Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
     }
@@ -187,6 +189,7 @@ pub fn lsh_keys_of(text: &[u8]) -> Option<[i32; simhash_core::lsh::BANDS]> {
     match keys {
         Ok(keys) => keys,
         Err(SimilarityError::NotUtf8) => errors::text_not_utf8(),
+        Err(SimilarityError::OutOfMemory) => errors::similarity_out_of_memory(),
         // The closure never says stop: a cancel leaves by PostgreSQL's error.
         Err(SimilarityError::Interrupted) => unreachable!("never interrupted"),
     }

@@ -173,6 +173,7 @@ CREATE EXTENSION simhash;
 SELECT simhash('abc');
 SELECT simhash_v2('abc');
 SELECT * FROM simhash_features('abc');
+SELECT simhash_jaccard('abc', 'abd');
 SELECT hamming('0123456789abcdef', 'ffffffffffffffff') AS other_functions_work;
 \c :regress_db
 DROP DATABASE simhash_regress_latin1;

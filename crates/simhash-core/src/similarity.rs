@@ -66,7 +66,7 @@
 //! table of ASCII trigrams measured slower, 5.3 and 9.6 ns per byte, so
 //! the standard hash map stays.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::OnceLock;
@@ -114,6 +114,9 @@ pub enum SimilarityError {
     Interrupted,
     /// One of the texts is not UTF-8.
     NotUtf8,
+    /// The allocator refused memory within the bound the function promises
+    /// ([`overlap_bytes_checked`]).
+    OutOfMemory,
 }
 
 /// A stretch of an original text, in characters (Unicode scalar values,
@@ -184,9 +187,9 @@ pub fn gram_keys_checked(
 /// [`crate::lsh::GRAM`]).
 pub const JACCARD_GRAM: usize = 5;
 
-/// Distinct gram keys held at a time by [`jaccard_bytes_checked`] for one
-/// text (8 bytes each: 16 MB); more are compared a part of the key space
-/// at a time, to the same result.
+/// Gram keys held at a time by [`overlap_bytes_checked`] for one text (8
+/// bytes each: 16 MiB, 32 MiB for the two); a text with more distinct
+/// keys is compared a part of the key space at a time, to the same result.
 const JACCARD_PART_KEYS: usize = 1 << 21;
 
 /// How the sets of character [`JACCARD_GRAM`]-grams of two texts' streams
@@ -242,8 +245,8 @@ impl GramOverlap {
 /// verifies with it the candidates that only the keys found.
 ///
 /// Bytes checked to be UTF-8, `go_on` called as [`gram_keys_checked`]
-/// calls it; memory at most about 32 MB whatever the texts (each text's
-/// keys a part of the key space at a time).
+/// calls it; memory as [`overlap_bytes_checked`]'s: at most 32 MiB
+/// whatever the texts.
 pub fn jaccard_bytes_checked(
     a: &[u8],
     b: &[u8],
@@ -253,56 +256,185 @@ pub fn jaccard_bytes_checked(
 }
 
 /// The [`GramOverlap`] of two texts' [`JACCARD_GRAM`]-grams: bytes checked
-/// to be UTF-8, `go_on` called as [`gram_keys_checked`] calls it, memory
-/// as [`jaccard_bytes_checked`]'s.
+/// to be UTF-8, `go_on` called as [`gram_keys_checked`] calls it.
+///
+/// Memory: at most 2^21 keys of each text held at a time, 8 bytes each,
+/// so 32 MiB for the two whatever the texts (a run of one repeated
+/// character, every gram the same key, takes no more than distinct
+/// grams); every allocation is fallible
+/// ([`SimilarityError::OutOfMemory`]). A text with more distinct keys is
+/// compared a part of the key space at a time, in more walks over both
+/// texts (about one for each 1.2 million distinct keys of the text with
+/// more), to the same result.
 pub fn overlap_bytes_checked(
     a: &[u8],
     b: &[u8],
     mut go_on: impl FnMut() -> bool,
 ) -> Result<GramOverlap, SimilarityError> {
-    let (mut count_a, mut count_b) = (0usize, 0usize);
-    gram_keys_checked(a, JACCARD_GRAM, &mut go_on, |_| count_a += 1)?;
-    gram_keys_checked(b, JACCARD_GRAM, &mut go_on, |_| count_b += 1)?;
-    let parts = (count_a.max(count_b) / JACCARD_PART_KEYS + 1) as u64;
-    let part_of = |k: u64| (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % parts;
-    let (mut both, mut distinct_a, mut distinct_b) = (0u64, 0u64, 0u64);
-    for part in 0..parts {
-        let mut keys_a = Vec::with_capacity(count_a.min(JACCARD_PART_KEYS));
-        gram_keys_checked(a, JACCARD_GRAM, &mut go_on, |k| {
-            if part_of(k) == part {
-                keys_a.push(k)
-            }
-        })?;
-        keys_a.sort_unstable();
-        keys_a.dedup();
-        let mut keys_b = Vec::with_capacity(count_b.min(JACCARD_PART_KEYS));
-        gram_keys_checked(b, JACCARD_GRAM, &mut go_on, |k| {
-            if part_of(k) == part {
-                keys_b.push(k)
-            }
-        })?;
-        keys_b.sort_unstable();
-        keys_b.dedup();
+    overlap_bounded(a, b, &mut go_on, JACCARD_PART_KEYS)
+}
+
+/// [`overlap_bytes_checked`] with at most `bound` keys of each text held
+/// at a time (4 at least).
+///
+/// Each walk gathers the keys of one [`Part`] of the key space, the first
+/// text's, then the second's ([`Keys::gather`]); the parts together are
+/// the whole space, so the distinct keys of the parts add up to the
+/// texts'. The first walk takes the whole space and cuts it while it
+/// holds too many keys; the next walks are sized by the density of the
+/// last to fill three fifths of the bound.
+fn overlap_bounded(
+    a: &[u8],
+    b: &[u8],
+    go_on: &mut impl FnMut() -> bool,
+    bound: usize,
+) -> Result<GramOverlap, SimilarityError> {
+    let bound = bound.max(4);
+    let t = tables();
+    let mut part = Part::ALL;
+    let (mut keys_a, mut keys_b) = (Keys::default(), Keys::default());
+    let mut out = GramOverlap {
+        a: 0,
+        b: 0,
+        both: 0,
+    };
+    loop {
+        keys_a.keys.clear();
+        keys_b.keys.clear();
+        keys_a.gather(a, t, go_on, bound, &mut part, &mut Vec::new())?;
+        keys_b.gather(b, t, go_on, bound, &mut part, &mut keys_a.keys)?;
+        let (ka, kb) = (&keys_a.keys, &keys_b.keys);
         let (mut i, mut j) = (0, 0);
-        while i < keys_a.len() && j < keys_b.len() {
-            match keys_a[i].cmp(&keys_b[j]) {
+        while i < ka.len() && j < kb.len() {
+            match ka[i].cmp(&kb[j]) {
                 std::cmp::Ordering::Less => i += 1,
                 std::cmp::Ordering::Greater => j += 1,
                 std::cmp::Ordering::Equal => {
-                    both += 1;
+                    out.both += 1;
                     i += 1;
                     j += 1;
                 }
             }
         }
-        distinct_a += keys_a.len() as u64;
-        distinct_b += keys_b.len() as u64;
+        out.a += ka.len() as u64;
+        out.b += kb.len() as u64;
+        if part.is_last() {
+            return Ok(out);
+        }
+        part = part.next(ka.len().max(kb.len()), bound / 5 * 3);
     }
-    Ok(GramOverlap {
-        a: distinct_a,
-        b: distinct_b,
-        both,
-    })
+}
+
+/// The distinct keys of one text in a part of the key space, gathered in
+/// a vector whose every growth is fallible.
+#[derive(Default)]
+struct Keys {
+    /// Sorted and without repeats after [`Keys::gather`]; in between,
+    /// keys as they come.
+    keys: Vec<u64>,
+    /// Keys held before the next compaction: never more than `keys` has
+    /// room for, so a push never grows it.
+    limit: usize,
+}
+
+impl Keys {
+    /// Leaves in `keys` the distinct [`JACCARD_GRAM`]-gram keys of `text`
+    /// that are in `part`, sorted; `keys` is empty before.
+    ///
+    /// A key is pushed as it comes. When `limit` keys are held they are
+    /// sorted and their repeats dropped in place (a compaction); while
+    /// more than three quarters of the limit are still held, the limit
+    /// doubles, up to `bound`, and at `bound` the part is cut in halves
+    /// ([`Part::first_half`]), the keys of the second half dropped here
+    /// and from `other` (the first text's, complete for the part). A key
+    /// kept was in the part from the start, so every occurrence of it was
+    /// pushed. Each compaction leaves a quarter of the limit free for the
+    /// keys that follow: `n log n` work in all, and at most `bound` keys
+    /// held, whatever the repeats.
+    fn gather(
+        &mut self,
+        text: &[u8],
+        t: &Tables,
+        go_on: &mut impl FnMut() -> bool,
+        bound: usize,
+        part: &mut Part,
+        other: &mut Vec<u64>,
+    ) -> Result<(), SimilarityError> {
+        if self.limit == 0 {
+            // Room for every gram of an ASCII text up to the bound: most
+            // texts take no compaction.
+            self.limit = text.len().clamp(4, bound);
+            room(&mut self.keys, self.limit)?;
+        }
+        let failed = Cell::new(false);
+        let walked = walk_grams(
+            Input::Bytes(text),
+            t,
+            JACCARD_GRAM,
+            &mut || !failed.get() && go_on(),
+            |k| {
+                if failed.get() || !part.contains(k) {
+                    return;
+                }
+                if self.keys.len() == self.limit {
+                    if self.compact(bound, part, other).is_err() {
+                        failed.set(true);
+                        return;
+                    }
+                    // The part may have been cut, this key's half dropped.
+                    if !part.contains(k) {
+                        return;
+                    }
+                }
+                debug_assert!(self.keys.len() < self.keys.capacity());
+                self.keys.push(k);
+            },
+        );
+        match walked {
+            _ if failed.get() => return Err(SimilarityError::OutOfMemory),
+            Err(Stop::Interrupted) => return Err(SimilarityError::Interrupted),
+            Err(Stop::NotUtf8) => return Err(SimilarityError::NotUtf8),
+            Ok(()) => {}
+        }
+        self.keys.sort_unstable();
+        self.keys.dedup();
+        Ok(())
+    }
+
+    /// The compaction of [`Keys::gather`]: afterwards, fewer keys than the
+    /// limit are held (a part of one key holds at most one, under a limit
+    /// of 4 or more).
+    fn compact(
+        &mut self,
+        bound: usize,
+        part: &mut Part,
+        other: &mut Vec<u64>,
+    ) -> Result<(), SimilarityError> {
+        self.keys.sort_unstable();
+        self.keys.dedup();
+        while self.keys.len() > self.limit - self.limit / 4 {
+            if self.limit < bound {
+                self.limit = self.limit.saturating_mul(2).min(bound);
+                room(&mut self.keys, self.limit)?;
+            } else if part.can_split() {
+                *part = part.first_half();
+                let inside = |k: &u64| part.contains(*k);
+                self.keys.retain(inside);
+                other.retain(inside);
+            } else {
+                break;
+            }
+        }
+        debug_assert!(self.keys.len() < self.limit);
+        Ok(())
+    }
+}
+
+/// Room for `limit` keys in `keys` (which holds at most that many), or
+/// [`SimilarityError::OutOfMemory`] when the allocator refuses it.
+fn room(keys: &mut Vec<u64>, limit: usize) -> Result<(), SimilarityError> {
+    keys.try_reserve_exact(limit.saturating_sub(keys.len()))
+        .map_err(|_| SimilarityError::OutOfMemory)
 }
 
 /// [`jaccard_bytes_checked`] of two strings, never stopped.
@@ -1120,6 +1252,155 @@ mod tests {
         }
         assert_eq!(
             jaccard_bytes_checked(b"ok", b"\xff", || true),
+            Err(SimilarityError::NotUtf8)
+        );
+    }
+
+    /// The overlap written plainly: the sets of each text's gram keys.
+    fn plain_overlap(a: &str, b: &str) -> GramOverlap {
+        let set = |t: &str| {
+            let mut s = std::collections::HashSet::new();
+            gram_keys_checked(
+                t.as_bytes(),
+                JACCARD_GRAM,
+                || true,
+                |k| {
+                    s.insert(k);
+                },
+            )
+            .unwrap();
+            s
+        };
+        let (sa, sb) = (set(a), set(b));
+        GramOverlap {
+            a: sa.len() as u64,
+            b: sb.len() as u64,
+            both: sa.intersection(&sb).count() as u64,
+        }
+    }
+
+    #[test]
+    fn a_small_bound_changes_nothing_but_the_walks() {
+        // Texts of distinct grams, of one gram repeated, and of both, under
+        // bounds that take many parts and many compactions.
+        let pool: Vec<char> = "abcdefghij 中文字国".chars().collect();
+        let mut state = 14;
+        let mut texts = vec![
+            String::new(),
+            "!!".into(),
+            "abc".into(),
+            "a".repeat(3_000),
+            "ab".repeat(2_000),
+        ];
+        for len in [20, 300, 1_500] {
+            texts.push(random_text(&mut state, &pool, len));
+        }
+        let mixed = format!("{}{}", "x".repeat(2_000), texts[7]);
+        texts.push(mixed);
+        texts.push(format!("{}{}{}", texts[6], "z".repeat(1_000), texts[5]));
+        for a in &texts {
+            for b in &texts {
+                let want = plain_overlap(a, b);
+                for bound in [4, 5, 7, 16, 100, 1_000, JACCARD_PART_KEYS] {
+                    // A walk for about every key under the smallest bounds.
+                    if bound < 16 && want.a + want.b > 800 {
+                        continue;
+                    }
+                    let got = overlap_bounded(a.as_bytes(), b.as_bytes(), &mut || true, bound);
+                    assert_eq!(got, Ok(want), "{bound} {} {}", a.len(), b.len());
+                }
+            }
+        }
+        // Many distinct keys under a small bound: many walks, each calling
+        // `go_on`.
+        let (a, b) = (&texts[7], &texts[9]);
+        let mut calls = 0;
+        let got = overlap_bounded(
+            a.as_bytes(),
+            b.as_bytes(),
+            &mut || {
+                calls += 1;
+                true
+            },
+            16,
+        );
+        assert_eq!(got, Ok(plain_overlap(a, b)));
+        assert!(calls > 100, "{calls} walks");
+    }
+
+    #[test]
+    fn the_keys_of_a_part_stay_within_the_bound() {
+        let pool: Vec<char> = "abcdefghijklmnop ".chars().collect();
+        let mut state = 15;
+        let text = format!(
+            "{}{}",
+            random_text(&mut state, &pool, 20_000),
+            "q".repeat(50_000)
+        );
+        for bound in [4, 64, 1_000] {
+            let mut keys = Keys::default();
+            let mut part = Part::ALL;
+            let mut other = Vec::new();
+            keys.gather(
+                text.as_bytes(),
+                tables(),
+                &mut || true,
+                bound,
+                &mut part,
+                &mut other,
+            )
+            .unwrap();
+            assert!(keys.limit <= bound && keys.keys.len() <= bound, "{bound}");
+            assert!(keys.keys.windows(2).all(|w| w[0] < w[1]));
+            assert!(keys.keys.iter().all(|&k| part.contains(k)));
+            // Every key of the text in the part it was cut to, once.
+            let mut want = Vec::new();
+            gram_keys_checked(
+                text.as_bytes(),
+                JACCARD_GRAM,
+                || true,
+                |k| {
+                    if part.contains(k) {
+                        want.push(k);
+                    }
+                },
+            )
+            .unwrap();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(keys.keys, want, "{bound}");
+            assert!(part != Part::ALL, "{bound}: cut");
+        }
+    }
+
+    #[test]
+    fn a_refused_allocation_is_out_of_memory() {
+        let mut keys = Vec::new();
+        assert_eq!(
+            room(&mut keys, usize::MAX / 8),
+            Err(SimilarityError::OutOfMemory)
+        );
+        assert_eq!(room(&mut keys, 10), Ok(()));
+        assert!(keys.capacity() >= 10);
+    }
+
+    #[test]
+    fn the_overlap_stops_when_told_and_is_right_again() {
+        let a = "the harbour master counted the boats ".repeat(2_000);
+        let b = format!("{a} and the storm");
+        let mut calls = 0;
+        let got = overlap_bytes_checked(a.as_bytes(), b.as_bytes(), || {
+            calls += 1;
+            calls < 3
+        });
+        assert_eq!(got, Err(SimilarityError::Interrupted));
+        assert_eq!(calls, 3);
+        assert_eq!(
+            overlap_bytes_checked(a.as_bytes(), b.as_bytes(), || true),
+            Ok(plain_overlap(&a, &b))
+        );
+        assert_eq!(
+            overlap_bytes_checked(a.as_bytes(), b"abc\xff", || true),
             Err(SimilarityError::NotUtf8)
         );
     }
