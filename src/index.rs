@@ -476,6 +476,26 @@ unsafe fn covering_probe(
     if attname.is_null() {
         return None;
     }
+    // A fingerprint the planner knows (a constant, a custom plan's
+    // parameter, what its estimate would fold): probed now, up to a
+    // bound, and answered by the band conditions past it. The planner's
+    // estimate of the TID scan evaluates the probe and holds every row id
+    // it returns; a hot fingerprint is answered better by the bitmaps.
+    let known = pg_sys::estimate_expression_value(root, b);
+    if pgrx::is_a(known, pg_sys::NodeTag::T_Const) {
+        let known = known.cast::<pg_sys::Const>();
+        if !(*known).constisnull
+            && !crate::tids::planned(
+                (*rte).relid,
+                (*var).varattno,
+                &f.keys,
+                (*known).constvalue.value() as i64,
+                k_value,
+            )
+        {
+            return None;
+        }
+    }
     let table = pg_sys::makeConst(
         pg_sys::REGCLASSOID,
         -1,

@@ -156,161 +156,268 @@ fn simhash_probe_fn(
         if k < 0 {
             return Vec::new();
         }
-        // A query always runs with one; without it, the transaction's.
-        let snapshot = if pg_sys::ActiveSnapshotSet() {
-            pg_sys::GetActiveSnapshot()
-        } else {
-            pg_sys::GetTransactionSnapshot()
-        };
-        let key: Key = (
-            tbl,
-            attno,
-            fp,
-            k,
-            crate::compat::local_transaction_id(),
-            pg_sys::GetCurrentStatementStartTimestamp(),
-            pg_sys::GetCurrentSubTransactionId(),
-            (*snapshot).xmin.into_inner(),
-            (*snapshot).xmax.into_inner(),
-            (*snapshot).curcid,
-            in_progress_digest(snapshot),
-        );
+        let snapshot = query_snapshot();
+        let key = key_of(tbl, attno, fp, k, snapshot);
         let flinfo = (*fcinfo).flinfo;
         let reuse = reusable();
         let cached = (*flinfo).fn_extra.cast::<Cached>();
         if reuse && !cached.is_null() && (*cached).key == key {
             return (*cached).tids.clone();
         }
-        let last = LAST.with(|last| {
-            last.borrow()
-                .as_ref()
-                .filter(|last| reuse && last.key == key)
-                .map(|last| last.tids.clone())
-        });
-        if let Some(tids) = last {
+        if let Some(tids) = reuse.then(|| last_for(&key)).flatten() {
             remember(flinfo, key, &tids);
             return tids;
         }
-
-        let heap = pg_sys::table_open(tbl, pg_sys::AccessShareLock as c_int);
-        let indexes = band_indexes(heap, attno, &keys);
-        let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
-        let fp = fp as u64;
-        let within = |other: u64| simhash_core::hamming(fp, other) <= k as u32;
-        let mut tids = Vec::new();
-        if let Some((layout, parts, covering)) = indexes.to_probe(k as u32) {
-            // Covering: the fingerprint from the index entry, the table only
-            // for the entries within k. Else the candidates, read from the
-            // table.
-            let probes = layout.probe(fp, k as u32).unwrap_or_default();
-            for (n, values) in probes {
-                let (index_oid, equal) = parts[n as usize];
-                let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
-                let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
-                (*scan).xs_want_itup = covering;
-                let reader = if covering {
-                    Reader::open(index, fingerprint_offset((*index).rd_att))
-                } else {
-                    None
-                };
-                if let Some(reader) = reader {
-                    // The pages read directly; the table for the entries
-                    // within k only, through the scan (its snapshot, HOT
-                    // chains), the row's own fingerprint checked again.
-                    let mut kept = Vec::new();
-                    let mut read = 0i64;
-                    for &value in &values {
-                        pgrx::check_for_interrupts!();
-                        read += reader.entries(value as i32, &mut |other: u64, tid| {
-                            if within(other) {
-                                kept.push(tid);
-                            }
-                        });
-                    }
-                    crate::compat::count_index_scans(index, values.len() as i64, read);
-                    for (n, tid) in kept.into_iter().enumerate() {
-                        // A cancel within a few thousand table visits.
-                        if n % 1024 == 1023 {
-                            pgrx::check_for_interrupts!();
-                        }
-                        // A new row id: not within a HOT chain (what
-                        // index_rescan would have said; the scan has had
-                        // none).
-                        (*scan).xs_heaptid = tid;
-                        (*scan).xs_heap_continue = false;
-                        fetch_versions(scan, slot, &mut |slot| {
-                            if slot_within(slot, attno, &within) {
-                                tids.push((*slot).tts_tid);
-                            }
-                            true
-                        });
-                    }
-                    pg_sys::index_endscan(scan);
-                    pg_sys::index_close(index, pg_sys::NoLock as c_int);
-                    continue;
-                }
-                for value in values {
-                    pgrx::check_for_interrupts!();
-                    let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
-                    let (proc_, datum) = scan_key_value(layout, value);
-                    pg_sys::ScanKeyInit(&mut skey, 1, equal, proc_, datum);
-                    pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
-                    if covering {
-                        covering_matches(scan, slot, &within, &mut |slot| {
-                            tids.push((*slot).tts_tid);
-                            true
-                        });
-                        continue;
-                    }
-                    while pg_sys::index_getnext_slot(
-                        scan,
-                        pg_sys::ScanDirection::ForwardScanDirection,
-                        slot,
-                    ) {
-                        // A hot band value can have many entries.
-                        pgrx::check_for_interrupts!();
-                        if slot_within(slot, attno, &within) {
-                            tids.push((*slot).tts_tid);
-                        }
-                    }
-                }
-                pg_sys::index_endscan(scan);
-                pg_sys::index_close(index, pg_sys::NoLock as c_int);
-            }
-        } else {
-            // No layout serves k: every row.
-            let scan = pg_sys::table_beginscan(heap, snapshot, 0, std::ptr::null_mut());
-            while pg_sys::table_scan_getnextslot(
-                scan,
-                pg_sys::ScanDirection::ForwardScanDirection,
-                slot,
-            ) {
-                pgrx::check_for_interrupts!();
-                if slot_within(slot, attno, &within) {
-                    tids.push((*slot).tts_tid);
-                }
-            }
-            pg_sys::table_endscan(scan);
-        }
-        pg_sys::ExecDropSingleTupleTableSlot(slot);
-        pg_sys::table_close(heap, pg_sys::NoLock as c_int);
-
-        // A row found through several bands once, in the table's order.
-        tids.sort_unstable_by_key(tid_order);
-        tids.dedup_by_key(|t| tid_order(t));
-
+        // No limit: never `None`.
+        let tids = probe_rows(tbl, attno, &keys, fp, k, snapshot, usize::MAX).unwrap_or_default();
         if !reuse {
             return tids;
         }
         remember(flinfo, key, &tids);
-        LAST.with(|last| {
-            *last.borrow_mut() = (tids.len() <= LAST_MAX_TIDS).then(|| Cached {
-                key,
-                tids: tids.clone(),
-            });
-        });
+        keep_last(key, &tids);
         tids
     }
+}
+
+/// The snapshot a probe reads with: the query's; without one, the
+/// transaction's.
+///
+/// # Safety
+/// Called in a transaction.
+unsafe fn query_snapshot() -> pg_sys::Snapshot {
+    if pg_sys::ActiveSnapshotSet() {
+        pg_sys::GetActiveSnapshot()
+    } else {
+        pg_sys::GetTransactionSnapshot()
+    }
+}
+
+/// The cache key of a probe of `tbl`'s column `attno` for `fp` within
+/// `k` under `snapshot` ([`Key`]).
+///
+/// # Safety
+/// `snapshot` is valid; called in a transaction.
+unsafe fn key_of(tbl: Oid, attno: i16, fp: i64, k: i32, snapshot: pg_sys::Snapshot) -> Key {
+    (
+        tbl,
+        attno,
+        fp,
+        k,
+        crate::compat::local_transaction_id(),
+        pg_sys::GetCurrentStatementStartTimestamp(),
+        pg_sys::GetCurrentSubTransactionId(),
+        (*snapshot).xmin.into_inner(),
+        (*snapshot).xmax.into_inner(),
+        (*snapshot).curcid,
+        in_progress_digest(snapshot),
+    )
+}
+
+/// The backend's last result, if its key is `key`.
+fn last_for(key: &Key) -> Option<Vec<pg_sys::ItemPointerData>> {
+    LAST.with(|last| {
+        last.borrow()
+            .as_ref()
+            .filter(|last| last.key == *key)
+            .map(|last| last.tids.clone())
+    })
+}
+
+/// Keeps `tids` as the backend's last result, if it is small enough.
+fn keep_last(key: Key, tids: &[pg_sys::ItemPointerData]) {
+    LAST.with(|last| {
+        *last.borrow_mut() = (tids.len() <= LAST_MAX_TIDS).then(|| Cached {
+            key,
+            tids: tids.to_vec(),
+        });
+    });
+}
+
+/// The most rows within `k` that the planner lets the covering probe
+/// answer for a fingerprint it knows ([`planned`]); past it, the band
+/// conditions do, through bitmaps that `work_mem` bounds.
+pub const PLANNED_MAX_ROWS: usize = LAST_MAX_TIDS;
+
+/// The planner's side of the probe, for a distance condition whose
+/// fingerprint and `k` it knows (constants, or a custom plan's
+/// parameters): whether the covering probe should answer it. It probes
+/// now, up to [`PLANNED_MAX_ROWS`] rows within `k`; past that it says no
+/// (a hot fingerprint: the row ids would cost more than a scan, and the
+/// planner's estimate of the TID scan would hold them all). Otherwise the
+/// result is kept as the backend's last, so the planner's estimate and the
+/// execution under the same snapshot of a transaction that has written
+/// nothing read no index again.
+///
+/// # Safety
+/// Called in a transaction, by the planner; `keys` are the extension's.
+pub unsafe fn planned(tbl: Oid, attno: i16, keys: &KeyFunctions, fp: i64, k: i32) -> bool {
+    if k < 0 {
+        return true;
+    }
+    let snapshot = query_snapshot();
+    match probe_rows(tbl, attno, keys, fp, k, snapshot, PLANNED_MAX_ROWS) {
+        None => false,
+        Some(tids) => {
+            if reusable() {
+                keep_last(key_of(tbl, attno, fp, k, snapshot), &tids);
+            }
+            true
+        }
+    }
+}
+
+/// The row ids of the rows of `tbl` whose column `attno` is within `k` of
+/// `fp` under `snapshot`, in the table's order, each once; `None` as soon
+/// as more than `limit` entries within `k` are found.
+///
+/// # Safety
+/// Called in a transaction; `attno` is a `simhash64` column of `tbl`, the
+/// caller has checked the privileges.
+unsafe fn probe_rows(
+    tbl: Oid,
+    attno: i16,
+    keys: &KeyFunctions,
+    fp: i64,
+    k: i32,
+    snapshot: pg_sys::Snapshot,
+    limit: usize,
+) -> Option<Vec<pg_sys::ItemPointerData>> {
+    let heap = pg_sys::table_open(tbl, pg_sys::AccessShareLock as c_int);
+    let indexes = band_indexes(heap, attno, keys);
+    let slot = pg_sys::table_slot_create(heap, std::ptr::null_mut());
+    let fp = fp as u64;
+    let within = |other: u64| simhash_core::hamming(fp, other) <= k as u32;
+    let mut tids = Vec::new();
+    // More than `limit` entries within k: stopped, resources released.
+    let mut over = false;
+    if let Some((layout, parts, covering)) = indexes.to_probe(k as u32) {
+        // Covering: the fingerprint from the index entry, the table only
+        // for the entries within k. Else the candidates, read from the
+        // table.
+        let probes = layout.probe(fp, k as u32).unwrap_or_default();
+        for (n, values) in probes {
+            let (index_oid, equal) = parts[n as usize];
+            let index = pg_sys::index_open(index_oid, pg_sys::AccessShareLock as c_int);
+            let scan = crate::compat::index_beginscan(heap, index, snapshot, 1);
+            (*scan).xs_want_itup = covering;
+            let reader = if covering {
+                Reader::open(index, fingerprint_offset((*index).rd_att))
+            } else {
+                None
+            };
+            if let Some(reader) = reader {
+                // The pages read directly; the table for the entries
+                // within k only, through the scan (its snapshot, HOT
+                // chains), the row's own fingerprint checked again.
+                let mut kept = Vec::new();
+                let mut read = 0i64;
+                for &value in &values {
+                    pgrx::check_for_interrupts!();
+                    read += reader.entries(value as i32, &mut |other: u64, tid| {
+                        if within(other) {
+                            kept.push(tid);
+                        }
+                    });
+                    if kept.len() > limit {
+                        over = true;
+                        break;
+                    }
+                }
+                crate::compat::count_index_scans(index, values.len() as i64, read);
+                if over {
+                    kept.clear();
+                }
+                for (n, tid) in kept.into_iter().enumerate() {
+                    // A cancel within a few thousand table visits.
+                    if n % 1024 == 1023 {
+                        pgrx::check_for_interrupts!();
+                    }
+                    // A new row id: not within a HOT chain (what
+                    // index_rescan would have said; the scan has had
+                    // none).
+                    (*scan).xs_heaptid = tid;
+                    (*scan).xs_heap_continue = false;
+                    fetch_versions(scan, slot, &mut |slot| {
+                        if slot_within(slot, attno, &within) {
+                            tids.push((*slot).tts_tid);
+                        }
+                        true
+                    });
+                }
+                pg_sys::index_endscan(scan);
+                pg_sys::index_close(index, pg_sys::NoLock as c_int);
+                if over {
+                    break;
+                }
+                continue;
+            }
+            for value in values {
+                pgrx::check_for_interrupts!();
+                let mut skey: pg_sys::ScanKeyData = std::mem::zeroed();
+                let (proc_, datum) = scan_key_value(layout, value);
+                pg_sys::ScanKeyInit(&mut skey, 1, equal, proc_, datum);
+                pg_sys::index_rescan(scan, &mut skey, 1, std::ptr::null_mut(), 0);
+                if covering {
+                    over = !covering_matches(scan, slot, &within, &mut |slot| {
+                        tids.push((*slot).tts_tid);
+                        tids.len() <= limit
+                    });
+                    if over {
+                        break;
+                    }
+                    continue;
+                }
+                while pg_sys::index_getnext_slot(
+                    scan,
+                    pg_sys::ScanDirection::ForwardScanDirection,
+                    slot,
+                ) {
+                    // A hot band value can have many entries.
+                    pgrx::check_for_interrupts!();
+                    if slot_within(slot, attno, &within) {
+                        tids.push((*slot).tts_tid);
+                    }
+                }
+                if tids.len() > limit {
+                    over = true;
+                    break;
+                }
+            }
+            pg_sys::index_endscan(scan);
+            pg_sys::index_close(index, pg_sys::NoLock as c_int);
+            if over {
+                break;
+            }
+        }
+    } else {
+        // No layout serves k: every row.
+        let scan = pg_sys::table_beginscan(heap, snapshot, 0, std::ptr::null_mut());
+        while pg_sys::table_scan_getnextslot(
+            scan,
+            pg_sys::ScanDirection::ForwardScanDirection,
+            slot,
+        ) {
+            pgrx::check_for_interrupts!();
+            if slot_within(slot, attno, &within) {
+                tids.push((*slot).tts_tid);
+                if tids.len() > limit {
+                    over = true;
+                    break;
+                }
+            }
+        }
+        pg_sys::table_endscan(scan);
+    }
+    pg_sys::ExecDropSingleTupleTableSlot(slot);
+    pg_sys::table_close(heap, pg_sys::NoLock as c_int);
+
+    if over {
+        return None;
+    }
+    // A row found through several bands once, in the table's order.
+    tids.sort_unstable_by_key(tid_order);
+    tids.dedup_by_key(|t| tid_order(t));
+    Some(tids)
 }
 
 /// Whether the fingerprint column of the row in `slot` is within k.

@@ -95,6 +95,34 @@ RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
                        THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false) AS forced;
+-- 5. A hot fingerprint: more rows within k than the planner lets the
+-- probe answer (65,536): the band conditions answer instead, so neither
+-- the planner's estimate nor the execution holds every row id (the
+-- estimate alone took 0.76 GB at 2.7M rows before); a cold one still gets
+-- the TID scan, and both are exact.
+CREATE TABLE pc_hot (id int, fp simhash64);
+INSERT INTO pc_hot SELECT g, CASE WHEN g <= 70000 THEN '0123456789abcdef'::simhash64
+                                  ELSE hashint8extended(g, 8)::simhash64 END
+FROM generate_series(1, 90000) g;
+SELECT count(*) FROM simhash_add_bands('pc_hot', 'fp', '4x16c');
+ANALYZE pc_hot;
+CREATE FUNCTION pc_plan(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+        IF line ~ 'Scan on pc_hot' THEN
+            RETURN regexp_replace(line, '^\s*(->\s*)?(.*?) on .*$', '\2');
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+SELECT pc_plan($$SELECT id FROM pc_hot WHERE fp <~> '0123456789abcdef' <= 3$$) AS hot_plan,
+       pc_plan($$SELECT id FROM pc_hot WHERE fp <~> 'fedcba9876543210' <= 3$$) AS cold_plan;
+SELECT (SELECT count(*) FROM pc_hot WHERE fp <~> '0123456789abcdef' <= 3) AS hot,
+       (SELECT count(*) FROM pc_hot WHERE hamming(fp, '0123456789abcdef') + 0 <= 3) AS hot_scan;
+DROP TABLE pc_hot;
+DROP FUNCTION pc_plan(text);
 DROP VIEW pc_seen;
 DROP TABLE pc, pc_big, pc_tmp;
 DROP FUNCTION pc_count();
