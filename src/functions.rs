@@ -97,6 +97,34 @@ pub fn computed_at_call_sites() -> u64 {
 /// The longest text whose value a call site keeps ([`CallMemo`]).
 const CALL_MEMO_MAX_BYTES: usize = 16 << 20;
 
+/// The most text bytes the call sites of a backend keep together
+/// ([`CallMemo`]): past it a call site computes its value each time rather
+/// than keep one more copy (PL/pgSQL keeps every simple expression's call
+/// sites, and their copies, for the whole transaction).
+const CALL_MEMO_BUDGET: usize = 64 << 20;
+
+thread_local! {
+    /// The text bytes the backend's call sites keep now.
+    static CALL_MEMO_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Gives back what a call site kept to [`CALL_MEMO_BUDGET`].
+fn call_memo_release(len: usize) {
+    CALL_MEMO_BYTES.with(|bytes| bytes.set(bytes.get().saturating_sub(len)));
+}
+
+/// Takes `len` bytes of [`CALL_MEMO_BUDGET`], if that many are left.
+fn call_memo_reserve(len: usize) -> bool {
+    CALL_MEMO_BYTES.with(|bytes| {
+        let kept = bytes.get();
+        let fits = kept.saturating_add(len) <= CALL_MEMO_BUDGET;
+        if fits {
+            bytes.set(kept + len);
+        }
+        fits
+    })
+}
+
 /// Marks a call site's `fn_extra` as a [`CallMemo`]; the low byte says
 /// which function's (the definitions of the fingerprint, the keys).
 const CALL_MEMO_MAGIC: u32 = 0x5348_4d00;
@@ -131,8 +159,17 @@ pub(crate) const CALL_MEMO_LSH: u32 = CALL_MEMO_MAGIC | 0x10;
 struct CallMemo<T> {
     tag: u32,
     value: T,
+    /// The kept text (NULL: none) and its length, counted in
+    /// [`CALL_MEMO_BYTES`] until `forget` runs with the memory's reset.
     len: usize,
     bytes: *mut u8,
+    forget: pg_sys::MemoryContextCallback,
+}
+
+/// The reset callback of a [`CallMemo`]'s memory: its text leaves the
+/// backend's count. `arg` points at the memo's `len`.
+unsafe extern "C-unwind" fn forget_call_memo(arg: *mut std::ffi::c_void) {
+    call_memo_release(*arg.cast::<usize>());
 }
 
 /// `compute` of the call's text argument, kept at the call site (marked
@@ -156,7 +193,7 @@ pub(crate) unsafe fn kept_at_call_site<T: Copy>(
         return compute(text);
     }
     let mut memo = (*flinfo).fn_extra.cast::<CallMemo<T>>();
-    if !memo.is_null() && (*memo).tag == tag {
+    if !memo.is_null() && (*memo).tag == tag && !(*memo).bytes.is_null() {
         let kept = std::slice::from_raw_parts((*memo).bytes, (*memo).len);
         if kept == text {
             return (*memo).value;
@@ -167,21 +204,31 @@ pub(crate) unsafe fn kept_at_call_site<T: Copy>(
         memo =
             pg_sys::MemoryContextAllocZero((*flinfo).fn_mcxt, std::mem::size_of::<CallMemo<T>>())
                 .cast::<CallMemo<T>>();
+        (*memo).tag = tag;
+        (*memo).forget.func = Some(forget_call_memo);
+        (*memo).forget.arg = std::ptr::addr_of_mut!((*memo).len).cast();
+        pg_sys::MemoryContextRegisterResetCallback((*flinfo).fn_mcxt, &mut (*memo).forget);
+        (*flinfo).fn_extra = memo.cast();
     } else if (*memo).tag != tag {
         // Someone else's state: leave it alone.
         return value;
     } else if !(*memo).bytes.is_null() {
         pg_sys::pfree((*memo).bytes.cast());
+        call_memo_release((*memo).len);
+        (*memo).bytes = std::ptr::null_mut();
+        (*memo).len = 0;
     }
+    // Past the backend's budget the value is not kept: computed again next
+    // time, rather than one more copy of a text held to the end.
+    if !call_memo_reserve(text.len()) {
+        return value;
+    }
+    // Counted before the allocation, which may fail: the reset gives it back.
+    (*memo).len = text.len();
     let bytes = pg_sys::MemoryContextAlloc((*flinfo).fn_mcxt, text.len().max(1)).cast::<u8>();
     std::ptr::copy_nonoverlapping(text.as_ptr(), bytes, text.len());
-    memo.write(CallMemo {
-        tag,
-        value,
-        len: text.len(),
-        bytes,
-    });
-    (*flinfo).fn_extra = memo.cast();
+    (*memo).value = value;
+    (*memo).bytes = bytes;
     value
 }
 

@@ -14,3 +14,21 @@ SELECT outcome('SELECT count(*) FROM simhash_features((SELECT s FROM hostile))')
 -- Just under the limit is fine.
 SELECT count(*) > 900000 AS listed FROM simhash_features((SELECT left(s, 950000) FROM hostile));
 DROP TABLE hostile;
+-- The call sites of a backend keep at most 64 MB of texts together: twenty
+-- PL/pgSQL call sites over one 15 MB text held twenty copies (302 MB)
+-- until the end of the transaction.
+CREATE FUNCTION memo_growth() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    v text := repeat('the quick brown fox jumps over the lazy dog ', 360000);
+    before bigint;
+    f simhash64;
+BEGIN
+    SELECT sum(total_bytes) INTO before FROM pg_backend_memory_contexts;
+    f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v);
+    f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v);
+    f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v);
+    f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v); f := simhash(v);
+    RETURN (SELECT sum(total_bytes) FROM pg_backend_memory_contexts) - before;
+END $$;
+SELECT memo_growth() < 100 * 1048576 AS call_sites_within_budget;
+DROP FUNCTION memo_growth();
