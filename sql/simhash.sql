@@ -1596,16 +1596,28 @@ CREATE FUNCTION simhash_lsh(text) RETURNS integer[]
     AS 'MODULE_PATHNAME', 'simhash_lsh_text_wrapper'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 5000;
 
--- "Shares a candidate key": integer[] &&& integer[], the arrays' overlap
--- (the same function as &&) for a column of simhash_lsh() keys and a
--- text's keys. The planner estimates it as it does equality: a band key
--- is about unique to its row, so a text shares keys with a handful of
--- rows. && on the same arrays estimates a share of the table (4% at 1M
--- rows), which starts parallel workers and JIT for a query that reads
--- tens of rows. Both are answered by the GIN index simhash_add_lsh
--- builds (operator class simhash_lsh_ops).
+-- "Shares a candidate key": integer[] &&& integer[], for a column of
+-- simhash_lsh() keys and a text's keys: at least simhash_lsh_min_shared()
+-- bands with the same key at the same place, as every other path of the
+-- rule compares them (a key that turns up at another band's place does
+-- not count; && would count it). The planner estimates it as it does
+-- equality: a band key is about unique to its row, so a text shares keys
+-- with a handful of rows. && on the same arrays estimates a share of the
+-- table (4% at 1M rows), which starts parallel workers and JIT for a
+-- query that reads tens of rows. Both are answered by the GIN index
+-- simhash_add_lsh builds (operator class simhash_lsh_ops): the index finds
+-- the rows that have one of the keys anywhere, and each is rechecked with
+-- the operator's own function.
 CREATE FUNCTION _simhash_keys_overlap(integer[], integer[]) RETURNS boolean
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE AS 'arrayoverlap';
+    AS 'MODULE_PATHNAME', 'simhash_keys_share_place_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- GIN's consistent function of simhash_lsh_ops: a row with one of the
+-- query's keys may match, to be rechecked (strategy 1, for &&& and &&).
+CREATE FUNCTION _simhash_lsh_consistent(internal, smallint, integer[], integer, internal, internal, internal, internal)
+    RETURNS boolean
+    AS 'MODULE_PATHNAME', 'simhash_lsh_consistent_wrapper'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE OPERATOR &&& (
     FUNCTION = _simhash_keys_overlap,
@@ -1619,8 +1631,7 @@ CREATE OPERATOR CLASS simhash_lsh_ops FOR TYPE integer[] USING gin AS
     FUNCTION 1 pg_catalog.btint4cmp(integer, integer),
     FUNCTION 2 pg_catalog.ginarrayextract(anyarray, internal, internal),
     FUNCTION 3 pg_catalog.ginqueryarrayextract(anyarray, internal, smallint, internal, internal, internal, internal),
-    FUNCTION 4 pg_catalog.ginarrayconsistent(internal, smallint, anyarray, integer, internal, internal, internal, internal),
-    FUNCTION 6 pg_catalog.ginarraytriconsistent(internal, smallint, anyarray, integer, internal, internal, internal),
+    FUNCTION 4 _simhash_lsh_consistent(internal, smallint, integer[], integer, internal, internal, internal, internal),
     STORAGE integer;
 
 -- The arrays' own && answers through the same index.

@@ -96,12 +96,29 @@ pub unsafe fn shares_key(
     let Some(stored) = Vec::<Option<i32>>::from_datum(value, false) else {
         return false;
     };
-    stored
-        .iter()
-        .zip(keys)
-        .filter(|(theirs, ours)| **theirs == Some(**ours))
-        .count()
-        >= simhash_core::lsh::MIN_SHARED_BANDS
+    let ours: Vec<Option<i32>> = keys.iter().copied().map(Some).collect();
+    simhash_core::lsh::is_candidate(crate::verify::shared_places(&stored, &ours))
+}
+
+/// GIN's consistent function of the operator class `simhash_lsh_ops`
+/// (`_simhash_lsh_consistent`), for strategy 1 (`&&&` and `&&`): a row
+/// that has one of the query's keys, at any place, may match, and is
+/// rechecked by the operator's own function (`&&&` compares band by band,
+/// which the index, holding keys without their places, cannot).
+#[pgrx::pg_extern(immutable, strict, parallel_safe, sql = false)]
+fn simhash_lsh_consistent(fcinfo: pg_sys::FunctionCallInfo) -> bool {
+    // SAFETY: called by GIN with its eight arguments: check (bool[nkeys]),
+    // strategy, query, nkeys, extra_data, recheck (bool *), queryKeys,
+    // nullFlags (bool[nkeys]).
+    unsafe {
+        let args = (*fcinfo).args.as_slice(8);
+        let check = args[0].value.cast_mut_ptr::<bool>();
+        let nkeys = usize::try_from(args[3].value.value() as i32).unwrap_or(0);
+        let recheck = args[5].value.cast_mut_ptr::<bool>();
+        let null_flags = args[7].value.cast_mut_ptr::<bool>();
+        *recheck = true;
+        (0..nkeys).any(|i| *check.add(i) && !*null_flags.add(i))
+    }
 }
 
 /// Calls `seen` with each row of `heap` that `snapshot` sees and that

@@ -320,3 +320,17 @@ SELECT pg_temp.late('SELECT simhash_lsh_match(a, b) FROM big') AS lsh_match_50mb
 SELECT pg_temp.late('SELECT simhash_containment(a, b) FROM big') AS containment_50mb;
 RESET statement_timeout;
 DROP TABLE big;
+-- &&& compares keys band by band, as every other path of the rule does: a
+-- key at another band's place is no candidate, through the index too
+-- (&& still finds it).
+SELECT '{1,2,3}'::int[] &&& '{9,2,9}'::int[] AS same_place,
+       '{1,2,3}'::int[] &&& '{2,3,1}'::int[] AS other_places,
+       '{1,2,3}'::int[] && '{2,3,1}'::int[] AS overlap;
+CREATE TABLE keys_places (id int, keys int[]);
+INSERT INTO keys_places SELECT g, ARRAY[g, g + 1, g + 2] FROM generate_series(1, 2000) g;
+CREATE INDEX ON keys_places USING gin (keys simhash_lsh_ops);
+SET enable_seqscan = off;
+SELECT array_agg(id ORDER BY id) AS by_place FROM keys_places WHERE keys &&& '{0,11,0}';
+SELECT array_agg(id ORDER BY id) AS anywhere FROM keys_places WHERE keys && '{0,11,0}';
+RESET enable_seqscan;
+DROP TABLE keys_places;

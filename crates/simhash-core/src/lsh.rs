@@ -221,6 +221,13 @@ pub fn shared_bands(a: &[i32], b: &[i32]) -> usize {
     a.iter().zip(b).filter(|(x, y)| x == y).count()
 }
 
+/// Whether two texts' keys, `shared` bands of which are the same
+/// ([`shared_bands`]), make a candidate of this source: at least
+/// [`MIN_SHARED_BANDS`].
+pub fn is_candidate(shared: usize) -> bool {
+    shared >= MIN_SHARED_BANDS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
