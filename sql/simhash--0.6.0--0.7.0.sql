@@ -1900,8 +1900,10 @@ CREATE FUNCTION _simhash_review_per_dist(r jsonb, k integer, verify_k integer, t
 AS $$
 DECLARE
     nkeys bigint := coalesce((r->>'by_keys')::bigint, 0);
+    -- Only distances k can be: the pairs past k that pass were found by
+    -- the keys, which no k finds.
     last_pass integer := (SELECT max((e->>'d')::integer) FROM jsonb_array_elements(r->'by_distance') e
-                          WHERE (e->>'pass')::bigint > 0);
+                          WHERE (e->>'pass')::bigint > 0 AND (e->>'d')::integer <= k);
     part text;
 BEGIN
     SELECT string_agg(format(
@@ -1935,7 +1937,11 @@ $h$, threshold, part,
                          last_pass, last_pass,
                          CASE WHEN last_pass > verify_k THEN format(', and simhash.verify_k = %s misses some', verify_k)
                               ELSE format(', as simhash.verify_k = %s does', verify_k) END)
-        END,
+        END
+        || coalesce((SELECT format(' Past distance %s, shared candidate keys find %s more at or above it.', k, sum((e->>'pass')::bigint))
+                       FROM jsonb_array_elements(r->'by_distance') e
+                      WHERE (e->>'d')::integer > k
+                     HAVING sum((e->>'pass')::bigint) > 0), ''),
         CASE WHEN nkeys = 0 THEN ''
              ELSE (SELECT format(E'\n<tr class="keys" id="by-keys"><td>past %s, shared keys</td><td>%s</td><td>%s</td><td>%s</td><td></td><td></td><td>%s</td><td>%s</td></tr>',
                                  k, sum((e->>'pairs')::bigint), sum((e->>'pass')::bigint),
@@ -1987,6 +1993,13 @@ CREATE FUNCTION _simhash_review_html_pair(smp jsonb, key_name text, verify_k int
 AS $$
 DECLARE
     sides text;
+    -- The rule's verdict: a candidate by the fingerprint (within verify_k)
+    -- or, past it, by the keys the pair shares and the second test
+    -- (simhash_explain's lsh_match), then similar enough.
+    by_fingerprint boolean := (smp->>'d')::integer <= verify_k;
+    by_keys boolean := coalesce(smp->'explain'->>'candidate' IN ('lsh', 'both'), false)
+                       AND coalesce((smp->'explain'->>'lsh_match')::boolean, false);
+    near boolean := (by_fingerprint OR by_keys) AND (smp->>'sim')::double precision >= threshold;
 BEGIN
     SELECT string_agg(format(
                E'<div class="side"><h4>%s %s</h4><pre class="text">%s</pre>%s</div>',
@@ -2002,13 +2015,15 @@ BEGIN
                    ('b', smp->>'b_key', smp->>'b', (smp->>'b_len')::bigint, smp->'explain'->'only_in_b'))
            AS v(side, key, t, len, spans);
     RETURN format(E'<article class="pair %s" id="pair-%s-%s">\n<div class="meta"><span>distance <b>%s</b></span><span>similarity <b>%s</b></span><span class="verdict">%s</span></div>\n<div class="sides">\n%s\n</div>\n',
-        CASE WHEN (smp->>'d')::integer <= verify_k AND (smp->>'sim')::double precision >= threshold
-             THEN 'near' ELSE 'not-near' END,
+        CASE WHEN near THEN 'near' ELSE 'not-near' END,
         (smp->>'d')::integer, md5(smp->>'a_key' || E'\n' || (smp->>'b_key')),
         smp->>'d', to_char((smp->>'sim')::double precision, 'FM0.000'),
-        CASE WHEN (smp->>'d')::integer > verify_k THEN 'not a near-duplicate: distance above simhash.verify_k'
-             WHEN (smp->>'sim')::double precision >= threshold THEN 'near-duplicate'
-             ELSE 'not a near-duplicate: similarity below the threshold' END,
+        CASE WHEN near THEN 'near-duplicate'
+             WHEN NOT by_fingerprint AND NOT by_keys
+                  THEN 'not a near-duplicate: distance above simhash.verify_k and no candidate key shared'
+             WHEN (smp->>'sim')::double precision < threshold
+                  THEN 'not a near-duplicate: similarity below the threshold'
+             ELSE 'not a near-duplicate: found by shared keys only, and its 5-gram Jaccard and containment are below the second test (simhash_lsh_match)' END,
         sides);
 END
 $$;

@@ -177,6 +177,15 @@ SELECT count(*) FROM simhash_add_bands('news_c2', 'fp', '4x16');
 SELECT c.id, c.cluster FROM simhash_clusters('news_c', 'fp', 11, singletons => false, text_col => 'body', threshold => 0.82) c ORDER BY 1;
 SELECT count(*) AS clustered_without_keys
   FROM simhash_clusters('news_c2', 'fp', 11, singletons => false, text_col => 'body', threshold => 0.82);
+-- The review page's verdicts are the rule's: a pair past verify_k that
+-- the keys find and the second test passes is a near-duplicate there (it
+-- was "distance above simhash.verify_k"), and its advice names no k that
+-- the bands cannot answer (it advised k = 13).
+SELECT simhash_review('news_c', 'fp', 'body') AS page \gset
+SELECT v AS verdict, count(*)
+  FROM (SELECT (regexp_matches(:'page', '<span class="verdict">([^<]*)</span>', 'g'))[1] AS v) x
+ GROUP BY v ORDER BY v;
+SELECT substring(:'page' from '<p id="advice">([^<]*)</p>') AS advice;
 -- Bad input.
 \set VERBOSITY sqlstate
 SELECT simhash_add_lsh('news_c', 'nope');
