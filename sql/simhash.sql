@@ -1887,14 +1887,17 @@ BEGIN
                   HINT = 'Cluster by fingerprint alone (without text_col), then verify the pairs of each cluster with simhash_similarity().';
     ELSIF text_col IS NOT NULL THEN
         -- The verified pairs: each row's neighbours within k through the
-        -- band indexes, each pair once, kept when their texts agree.
+        -- band indexes, each pair once, kept when their texts agree; a
+        -- pair with a NULL text by its fingerprints alone, as the verified
+        -- guard and load decide it.
         links := pg_catalog.format(
             'SELECT x.%1$I::bigint, y.%1$I::bigint
                FROM %2$s x JOIN %2$s y
                  ON y.%3$I OPERATOR(@extschema@.<~>) x.%3$I OPERATOR(pg_catalog.<=) %4$s
                 AND y.%1$I::bigint OPERATOR(pg_catalog.>) x.%1$I::bigint
               WHERE x.%1$I IS NOT NULL AND x.%3$I IS NOT NULL AND y.%3$I IS NOT NULL
-                AND @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s',
+                AND (x.%5$I IS NULL OR y.%5$I IS NULL
+                     OR @extschema@.simhash_similarity(x.%5$I, y.%5$I) OPERATOR(pg_catalog.>=) %6$s)',
             key_col, tbl, fp_col, k, text_col, threshold);
         -- The second source, when the table has it (simhash_add_lsh): the
         -- pairs that share a candidate key through its GIN index, those

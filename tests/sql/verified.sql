@@ -137,3 +137,16 @@ SELECT left(simhash_review('vempty', 'fp', 'body'), 15) AS empty_page;
 INSERT INTO vempty VALUES (1, 'one row alone', simhash('one row alone'));
 SELECT left(simhash_review('vempty', 'fp', 'body'), 15) AS page_without_pairs;
 DROP TABLE vempty;
+-- A NULL text is decided by the fingerprints, in verified clustering as
+-- in the verified guard and load (clustering kept such a row apart while
+-- the guard refused it).
+CREATE TABLE vnull (id int PRIMARY KEY, body text, fp simhash64);
+INSERT INTO vnull VALUES (1, 'the harbour master closed the port before the storm came in from the west', '0123456789abcdef'),
+                         (2, NULL, '0123456789abcdef'),
+                         (3, 'an unrelated text about gardens', 'fedcba9876543210');
+SELECT count(*) FROM simhash_add_bands('vnull', 'fp', '4x16');
+SELECT id, cluster FROM simhash_clusters('vnull', 'fp', 3, singletons => false, text_col => 'body') ORDER BY id;
+SELECT simhash_add_guard('vnull', 'fp', 3, 'skip', 'id', 'body');
+INSERT INTO vnull VALUES (4, NULL, '0123456789abcdef');
+SELECT count(*) AS guard_let_in FROM vnull WHERE id = 4;
+DROP TABLE vnull;
