@@ -3,11 +3,30 @@
 # (started, with the installed extension, by the caller) and compares each
 # with tests/expected. On a difference it prints the diff and fails.
 #   scripts/regress.sh           run the schedule
-#   scripts/regress.sh --accept  copy the results over the expected files
+#   scripts/regress.sh NAME...   run tests/sql/NAME.sql (after setup.sql,
+#                                which makes the extension): seconds
+#   scripts/regress.sh --accept [NAME...]
+#                                copy the results over the expected files
 #                                (review `git diff tests/expected` after!)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 eval "$("$ROOT/scripts/cluster.sh" env)"
+
+accept=no
+if [ "${1:-}" = "--accept" ]; then
+    accept=yes
+    shift
+fi
+# The tests to run: the schedule, or setup and the files named.
+tests=(--schedule="$ROOT/tests/schedule")
+if [ $# -gt 0 ]; then
+    tests=(setup)
+    for name in "$@"; do
+        name=$(basename "$name" .sql)
+        [ -f "$ROOT/tests/sql/$name.sql" ] || die "no such regression file: tests/sql/$name.sql"
+        [ "$name" = setup ] || tests+=("$name")
+    done
+fi
 
 require_pg
 PG_REGRESS=$(pg_regress_path)
@@ -17,10 +36,10 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
 # The regression database is dropped and made anew by pg_regress.
-"$PG_REGRESS" --bindir="$PG_BIN" --inputdir="$ROOT/tests" --outputdir="$out" --schedule="$ROOT/tests/schedule" \
-    --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=simhash_regress \
+"$PG_REGRESS" --bindir="$PG_BIN" --inputdir="$ROOT/tests" --outputdir="$out" \
+    --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=simhash_regress "${tests[@]}" \
     || status=$?
-if [ "${1:-}" = "--accept" ]; then
+if [ $accept = yes ]; then
     mkdir -p "$ROOT/tests/expected"
     # Only where the result differs from every expected variant: a file
     # that matches an alternative (name_1.out) for this version stays.
