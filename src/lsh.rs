@@ -96,8 +96,8 @@ pub unsafe fn shares_key(
     let Some(stored) = Vec::<Option<i32>>::from_datum(value, false) else {
         return false;
     };
-    let ours: Vec<Option<i32>> = keys.iter().copied().map(Some).collect();
-    simhash_core::lsh::is_candidate(crate::verify::shared_places(&stored, &ours))
+    let shared = crate::verify::shared_places(&stored, keys.iter().copied().map(Some));
+    simhash_core::lsh::is_candidate(shared)
 }
 
 /// GIN's consistent function of the operator class `simhash_lsh_ops`

@@ -88,10 +88,10 @@ fn simhash_similarity_text(fcinfo: pg_sys::FunctionCallInfo) -> f64 {
 
 /// How many places two arrays of candidate keys share: the same key at
 /// the same place (a NULL shares none).
-pub fn shared_places(a: &[Option<i32>], b: &[Option<i32>]) -> usize {
+pub fn shared_places(a: &[Option<i32>], b: impl IntoIterator<Item = Option<i32>>) -> usize {
     a.iter()
         .zip(b)
-        .filter(|(x, y)| x.is_some() && x == y)
+        .filter(|(x, y)| x.is_some() && **x == *y)
         .count()
 }
 
@@ -99,7 +99,7 @@ pub fn shared_places(a: &[Option<i32>], b: &[Option<i32>]) -> usize {
 /// arrays of candidate keys share (compared place by place).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_lsh_shared(a: Vec<Option<i32>>, b: Vec<Option<i32>>) -> i32 {
-    shared_places(&a, &b) as i32
+    shared_places(&a, b) as i32
 }
 
 /// `a &&& b` (`_simhash_keys_overlap`): whether two arrays of candidate
@@ -107,7 +107,7 @@ fn simhash_lsh_shared(a: Vec<Option<i32>>, b: Vec<Option<i32>>) -> i32 {
 /// ([`simhash_core::lsh::is_candidate`]).
 #[pg_extern(immutable, strict, parallel_safe, sql = false)]
 fn simhash_keys_share_place(a: Vec<Option<i32>>, b: Vec<Option<i32>>) -> bool {
-    simhash_core::lsh::is_candidate(shared_places(&a, &b))
+    simhash_core::lsh::is_candidate(shared_places(&a, b))
 }
 
 /// How the two texts' 5-grams overlap (Jaccard, containment), checking
